@@ -1,0 +1,55 @@
+# Two commands on a fresh machine: `make lab` opens the lessons, `make test` runs every check.
+# Each creates .venv from requirements.txt first when it is missing or out of date.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+# Keep Jupyter, IPython and matplotlib state inside the project (git-ignored), not in $HOME.
+STATE := $(CURDIR)/.jupyter
+export JUPYTER_CONFIG_DIR  := $(STATE)/config
+export JUPYTER_DATA_DIR    := $(STATE)/data
+export JUPYTER_RUNTIME_DIR := $(STATE)/runtime
+export IPYTHONDIR          := $(STATE)/ipython
+export MPLCONFIGDIR        := $(STATE)/matplotlib
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+# Jupyter refuses to start as root unless told it may.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 120
+
+.PHONY: setup lab test lint pytest nbval execute clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	mkdir -p $(JUPYTER_CONFIG_DIR) $(JUPYTER_DATA_DIR) $(JUPYTER_RUNTIME_DIR) $(IPYTHONDIR) $(MPLCONFIGDIR)
+	touch $@
+
+lab: setup
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
+
+lint: setup
+	$(VENV)/bin/ruff check normlib tests notebooks
+
+pytest: setup
+	$(PY) -m pytest tests
+
+nbval: setup
+	$(PY) -m pytest $(NBVAL) notebooks
+
+test: lint pytest nbval
+
+# Re-run notebooks top to bottom in a fresh kernel and save them with their outputs (what nbval
+# compares). All of them, or some: make execute NB="notebooks/03_*.ipynb"
+NB ?= notebooks/*.ipynb
+execute: setup
+	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
+		--ExecutePreprocessor.timeout=300 $(NB)
+
+clean:
+	rm -rf $(VENV) $(STATE) normlib.egg-info

@@ -1,0 +1,50 @@
+"""normlib: reference implementations of the Transformer's building blocks, for learning by hand.
+
+Every layer that PyTorch also ships matches PyTorch's numbers (see tests/). Modules, one idea each:
+norms (BatchNorm, LayerNorm, RMSNorm), deepnorm, blocks (Post/Pre/DeepNorm/Sandwich placement),
+schedules (warmup), activations (activations, GLU variants, FFNs), rope, attention, model
+(TinyTransformerLM), data (a synthetic language), train (a training loop), viz (plot style).
+"""
+
+from .activations import (
+    ACTIVATIONS,
+    GLU_VARIANTS,
+    FeedForward,
+    GLUFeedForward,
+    activation,
+    gelu,
+    glu_variant,
+    leaky_relu,
+    llama_ffn_hidden_dim,
+    relu,
+    silu,
+    swish,
+)
+from .attention import MultiHeadAttention, attention
+from .blocks import FFNS, NORMS, PLACEMENTS, TransformerBlock, make_ffn, make_norm
+from .data import MarkovLanguage
+from .deepnorm import deepnorm_constants, deepnorm_init_
+from .model import TinyTransformerLM
+from .norms import BatchNorm, LayerNorm, RMSNorm, batch_norm, layer_norm, rms_norm
+from .rope import (
+    ROPE_LAYOUTS,
+    apply_rope,
+    apply_rope_complex,
+    half_to_interleaved,
+    rope_decay_bound,
+    rope_frequencies,
+)
+from .schedules import cosine_with_warmup, inverse_sqrt, linear_warmup
+from .train import lm_loss, train_lm
+
+__all__ = [
+    "ACTIVATIONS", "GLU_VARIANTS", "FeedForward", "GLUFeedForward", "activation", "gelu",
+    "glu_variant", "leaky_relu", "llama_ffn_hidden_dim", "relu", "silu", "swish",
+    "MultiHeadAttention", "attention",
+    "FFNS", "NORMS", "PLACEMENTS", "TransformerBlock", "make_ffn", "make_norm",
+    "MarkovLanguage", "deepnorm_constants", "deepnorm_init_", "TinyTransformerLM",
+    "BatchNorm", "LayerNorm", "RMSNorm", "batch_norm", "layer_norm", "rms_norm",
+    "ROPE_LAYOUTS", "apply_rope", "apply_rope_complex", "half_to_interleaved",
+    "rope_decay_bound", "rope_frequencies",
+    "cosine_with_warmup", "inverse_sqrt", "linear_warmup", "lm_loss", "train_lm",
+]

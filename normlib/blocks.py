@@ -1,0 +1,95 @@
+"""The Transformer block and where its normalization sits (Post, Pre, DeepNorm, Sandwich).
+
+Notation: B batch, T sequence, C = d_model. Each block has two sublayers F (attention, then FFN);
+each sublayer is wrapped by one of four placements:
+
+    post      x = Norm(x + F(x))                    Vaswani et al. 2017, BERT       (后归一化)
+    pre       x = x + F(Norm(x))                    GPT-2, LLaMA (+ a final norm)   (前归一化)
+    deepnorm  x = LayerNorm(alpha * x + F(x))       DeepNet 2022: Post-LN with the residual
+                                                    up-weighted by alpha at run time
+    sandwich  x = x + Norm(F(Norm(x)))              CogView's Sandwich-LN
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from ._checks import check_choice, check_int, check_number
+from .activations import GLU_VARIANTS, FeedForward, GLUFeedForward
+from .attention import MultiHeadAttention
+from .norms import LayerNorm, RMSNorm
+
+__all__ = ["TransformerBlock", "NORMS", "PLACEMENTS", "FFNS", "make_norm", "make_ffn"]
+
+NORMS = ("layernorm", "rmsnorm")
+PLACEMENTS = ("post", "pre", "deepnorm", "sandwich")
+PLAIN_FFNS = {"relu": "relu", "gelu": "gelu", "swish": "swish"}      # ffn name -> activation
+FFNS = (*PLAIN_FFNS, *GLU_VARIANTS)
+
+
+def make_norm(norm: str, d_model: int) -> nn.Module:
+    """A fresh LayerNorm or RMSNorm over d_model (eps 1e-5 for both)."""
+    check_choice("make_norm", "norm", norm, NORMS)
+    return LayerNorm(d_model) if norm == "layernorm" else RMSNorm(d_model, eps=1e-5)
+
+
+def make_ffn(ffn: str, d_model: int, d_ff: int | None = None) -> nn.Module:
+    """The FFN by name. d_ff defaults to 4 d_model for the plain FFNs and to int(8 d_model / 3)
+    for the GLU variants, which keeps the parameter count equal (Shazeer 2020, Section 2)."""
+    check_choice("make_ffn", "ffn", ffn, FFNS)
+    if ffn in PLAIN_FFNS:
+        return FeedForward(d_model, d_ff or 4 * d_model, activation=PLAIN_FFNS[ffn])
+    return GLUFeedForward(d_model, d_ff or int(8 * d_model / 3), variant=ffn)
+
+
+class TransformerBlock(nn.Module):
+    """One Transformer layer: self-attention then FFN, each wrapped by the chosen ``placement``.
+
+    Args:
+        d_model: width C; n_heads: divides d_model.
+        norm: "layernorm" | "rmsnorm" (DeepNorm is defined with LayerNorm; any norm is allowed).
+        placement: "post" | "pre" | "deepnorm" | "sandwich".
+        ffn: "relu" | "gelu" | "swish" | "glu" | "bilinear" | "reglu" | "geglu" | "swiglu".
+        d_ff: FFN hidden width (default: see ``make_ffn``).
+        rope: rotate q and k with RoPE; causal: mask future positions.
+        alpha: DeepNorm's residual weight, used only with placement="deepnorm".
+    Input and output: (B, T, C).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, *, norm: str = "layernorm",
+                 placement: str = "pre", ffn: str = "relu", d_ff: int | None = None,
+                 rope: bool = False, causal: bool = True, alpha: float = 1.0):
+        super().__init__()
+        fn = "TransformerBlock"
+        check_int(fn, "d_model", d_model, minimum=1)
+        check_int(fn, "n_heads", n_heads, minimum=1)
+        check_choice(fn, "norm", norm, NORMS)
+        check_choice(fn, "placement", placement, PLACEMENTS)
+        check_choice(fn, "ffn", ffn, FFNS)
+        if d_ff is not None:
+            check_int(fn, "d_ff", d_ff, minimum=1)
+        check_number(fn, "alpha", alpha, positive=True)
+        if alpha != 1.0 and placement != "deepnorm":
+            raise ValueError(f"{fn}: alpha is DeepNorm's residual weight and needs "
+                             f"placement='deepnorm', got alpha={alpha} with placement={placement!r}")
+        self.placement, self.alpha = placement, alpha
+        self.attn = MultiHeadAttention(d_model, n_heads, rope=rope, causal=causal)
+        self.ffn = make_ffn(ffn, d_model, d_ff)
+        self.norm1, self.norm2 = make_norm(norm, d_model), make_norm(norm, d_model)
+        if placement == "sandwich":   # a second norm on each sublayer's output
+            self.norm1_out, self.norm2_out = make_norm(norm, d_model), make_norm(norm, d_model)
+
+    def _sublayer(self, x, f, norm, norm_out=None):
+        if self.placement == "pre":
+            return x + f(norm(x))
+        if self.placement == "sandwich":
+            return x + norm_out(f(norm(x)))
+        return norm(self.alpha * x + f(x))            # post (alpha = 1) and deepnorm
+
+    def forward(self, x):                              # (B, T, C) -> (B, T, C)
+        sandwich = self.placement == "sandwich"
+        x = self._sublayer(x, self.attn, self.norm1, self.norm1_out if sandwich else None)
+        return self._sublayer(x, self.ffn, self.norm2, self.norm2_out if sandwich else None)
+
+    def extra_repr(self) -> str:
+        return f"placement={self.placement!r}, alpha={self.alpha:.4g}"

@@ -1,0 +1,98 @@
+"""Activations, GLU variants and the FFNs against torch and the papers' numbers."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import DTYPES, close
+
+import normlib as nl
+
+PAIRS = [
+    (nl.relu, F.relu),
+    (lambda x: nl.leaky_relu(x, 0.2), lambda x: F.leaky_relu(x, 0.2)),
+    (nl.leaky_relu, F.leaky_relu),
+    (nl.gelu, F.gelu),
+    (lambda x: nl.gelu(x, approximate="tanh"), lambda x: F.gelu(x, approximate="tanh")),
+    (nl.silu, F.silu),
+    (nl.swish, F.silu),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mine,ref", PAIRS)
+def test_activation_matches_torch_forward_and_backward(mine, ref, dtype):
+    x = (torch.randn(64, dtype=torch.float64) * 4).to(dtype)
+    xs = [x.clone().requires_grad_(True) for _ in range(2)]
+    ys = [mine(xs[0]), ref(xs[1])]
+    close(ys[0], ys[1])
+    assert ys[0].dtype == dtype
+    for y in ys:
+        y.sum().backward()
+    close(xs[0].grad, xs[1].grad)
+
+
+def test_gelu_approximation_errors_match_the_reference_numbers():
+    x = torch.linspace(-6, 6, 120_001, dtype=torch.float64)
+    exact = nl.gelu(x)
+    tanh_err = (nl.gelu(x, approximate="tanh") - exact).abs()
+    sigmoid_err = (x * torch.sigmoid(1.702 * x) - exact).abs()
+    assert 4.5e-4 < tanh_err.max() < 4.9e-4                    # FACTS: about 4.7e-4
+    assert abs(x[tanh_err.argmax()].item() - (-2.69)) < 0.05   # near x = -2.69
+    assert 0.019 < sigmoid_err.max() < 0.021                   # FACTS: up to 0.020
+
+
+def test_swish_interpolates_between_linear_and_relu():
+    x = torch.linspace(-3, 3, 61, dtype=torch.float64)
+    close(nl.swish(x, beta=0.0), x / 2)
+    close(nl.swish(x, beta=50.0), F.relu(x), atol=1e-3, rtol=0)
+
+
+@pytest.mark.parametrize("variant,gate_fn", [
+    ("glu", torch.sigmoid), ("bilinear", lambda g: g), ("reglu", F.relu),
+    ("geglu", F.gelu), ("swiglu", F.silu)])
+def test_glu_variants_follow_shazeer(variant, gate_fn):
+    gate, up = torch.randn(2, 5, 8), torch.randn(2, 5, 8)
+    close(nl.glu_variant(gate, up, variant), gate_fn(gate) * up)
+
+
+def test_glu_matches_torch_glu():
+    gate, up = torch.randn(3, 6), torch.randn(3, 6)
+    # F.glu(cat(a, b)) = a * sigmoid(b): a is the "up" half, b the gate.
+    close(nl.glu_variant(gate, up, "glu"), F.glu(torch.cat([up, gate], -1), dim=-1))
+
+
+def test_feedforward_structure_and_math():
+    ffn = nl.FeedForward(16, 64, activation="gelu")
+    x = torch.randn(2, 3, 16)
+    close(ffn(x), ffn.w2(F.gelu(ffn.w1(x))))
+    t5 = nl.FeedForward(16, 64, bias=False)
+    assert t5.w1.bias is None and sum(p.numel() for p in t5.parameters()) == 2 * 16 * 64
+
+
+def test_glu_feedforward_is_llama_swiglu():
+    ffn = nl.GLUFeedForward(16, 40)
+    x = torch.randn(2, 3, 16)
+    close(ffn(x), ffn.w2(F.silu(ffn.w1(x)) * ffn.w3(x)))
+    assert all(getattr(ffn, n).bias is None for n in ("w1", "w2", "w3"))
+    assert ffn.w1.weight.shape == (40, 16) and ffn.w2.weight.shape == (16, 40)
+
+
+@pytest.mark.parametrize("dim,multiple_of,mult,expected", [
+    (4096, 256, None, 11008),        # LLaMA 7B
+    (8192, 4096, 1.3, 28672),        # LLaMA-2 70B
+    (4096, 1024, 1.3, 14336),        # LLaMA-3 8B
+    (16384, 4096, 1.2, 53248),       # LLaMA-3.1 405B
+])
+def test_llama_ffn_hidden_dim(dim, multiple_of, mult, expected):
+    assert nl.llama_ffn_hidden_dim(dim, multiple_of, mult) == expected
+
+
+def test_llama_7b_ffn_parameter_count():
+    hidden = nl.llama_ffn_hidden_dim(4096)
+    with torch.device("meta"):                      # shapes only, no memory
+        ffn = nl.GLUFeedForward(4096, hidden)
+    assert sum(p.numel() for p in ffn.parameters()) == 3 * 4096 * 11008 == 135_266_304
+    # the 2/3 rule: close to the parameters of a plain 4d FFN (2 * 4096 * 16384 = 134,217,728)
+    assert math.isclose(3 * 4096 * hidden, 2 * 4096 * 4 * 4096, rel_tol=0.01)

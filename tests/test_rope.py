@@ -1,0 +1,93 @@
+"""RoPE: three derivations agree, scores depend on m - n only, norms are kept."""
+
+import pytest
+import torch
+from conftest import DTYPES, close
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import normlib as nl
+
+
+def test_frequencies():
+    theta = nl.rope_frequencies(8, base=10000.0, dtype=torch.float64)
+    close(theta, torch.tensor([1.0, 10000 ** -0.25, 10000 ** -0.5, 10000 ** -0.75],
+                              dtype=torch.float64))
+
+
+def test_interleaved_rotation_by_hand():
+    # One pair (D = 2) at position 3 with theta_0 = 1 is rotated by 3 radians.
+    x = torch.tensor([[1.0, 0.0]] * 4, dtype=torch.float64)        # (T=4, D=2)
+    y = nl.apply_rope(x)
+    three = torch.tensor(3.0, dtype=torch.float64)
+    close(y[3], torch.stack([three.cos(), three.sin()]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_complex_form_equals_interleaved(dtype):
+    x = torch.randn(2, 3, 11, 16, dtype=torch.float64).to(dtype)   # (B, H, T, D)
+    close(nl.apply_rope_complex(x), nl.apply_rope(x, layout="interleaved"))
+
+
+@pytest.mark.parametrize("D", [2, 8, 64])
+def test_layouts_agree_after_permutation(D):
+    perm = nl.half_to_interleaved(D)
+    x = torch.randn(3, 9, D, dtype=torch.float64)
+    close(nl.apply_rope(x[..., perm], layout="interleaved"), nl.apply_rope(x, layout="half")[..., perm])
+    assert torch.equal(torch.sort(perm).values, torch.arange(D))
+    assert torch.equal(nl.half_to_interleaved(4), torch.tensor([0, 2, 1, 3]))
+
+
+def test_scores_agree_after_permuting_weight_rows():
+    D, C, T = 8, 12, 6
+    Wq, Wk, x = torch.randn(D, C, dtype=torch.float64), torch.randn(D, C, dtype=torch.float64), \
+        torch.randn(T, C, dtype=torch.float64)
+    perm = nl.half_to_interleaved(D)
+    s_half = nl.apply_rope(x @ Wq.T, layout="half") @ nl.apply_rope(x @ Wk.T, layout="half").T
+    s_int = nl.apply_rope(x @ Wq[perm].T) @ nl.apply_rope(x @ Wk[perm].T).T
+    close(s_int, s_half)
+    wrong = nl.apply_rope(x @ Wq.T) @ nl.apply_rope(x @ Wk.T).T   # half weights, interleaved RoPE
+    assert not torch.allclose(wrong, s_half, atol=1e-3)
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+def test_scores_depend_only_on_relative_position(layout):
+    D, T = 16, 12
+    q, k = torch.randn(D, dtype=torch.float64), torch.randn(D, dtype=torch.float64)
+    Q = nl.apply_rope(q.expand(T, D), layout=layout)       # the same q at every position
+    K = nl.apply_rope(k.expand(T, D), layout=layout)
+    S = Q @ K.T                                             # S[m, n] = q_m . k_n
+    for offset in range(-T + 1, T):
+        diag = torch.diagonal(S, offset)
+        close(diag, diag[:1].expand_as(diag))              # constant along each diagonal: Toeplitz
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 16), st.floats(10.0, 1e6), st.sampled_from(["interleaved", "half"]))
+def test_rope_keeps_norms(half_d, T, base, layout):
+    x = torch.randn(T, 2 * half_d, dtype=torch.float64)
+    close(nl.apply_rope(x, base=base, layout=layout).norm(dim=-1), x.norm(dim=-1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 500), st.integers(0, 500), st.integers(-20, 20))
+def test_shifting_both_positions_keeps_the_score(m, n, shift):
+    q, k = torch.randn(1, 8, dtype=torch.float64), torch.randn(1, 8, dtype=torch.float64)
+    def score(a, b):
+        return (nl.apply_rope(q, torch.tensor([a])) * nl.apply_rope(k, torch.tensor([b]))).sum()
+    close(score(m + abs(shift), n + abs(shift)), score(m, n), rtol=1e-9, atol=1e-9)
+
+
+def test_positions_argument():
+    x = torch.randn(2, 5, 8)
+    close(nl.apply_rope(x, torch.arange(5)), nl.apply_rope(x))
+    close(nl.apply_rope(x, torch.arange(3, 8))[:, 0], nl.apply_rope(torch.randn(2, 8, 8).index_copy(
+        1, torch.tensor([3]), x[:, :1]))[:, 3])
+
+
+def test_decay_bound():
+    b = nl.rope_decay_bound(128, 300)
+    assert b.shape == (301,)
+    close(b[0], torch.tensor(65 / 2, dtype=torch.float64))        # S_j = j at distance 0
+    assert b[250:].mean() < 0.25 * b[0]                            # decays with distance
+    assert nl.rope_decay_bound(128, 300, base=500000.0)[50:].mean() > b[50:].mean()  # slower
