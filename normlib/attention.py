@@ -34,6 +34,9 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_tensor("attention", name, t)
+    if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
+        raise ValueError(f"attention: q, k and v must have shape (..., T, D), got q {tuple(q.shape)},"
+                         f" k {tuple(k.shape)}, v {tuple(v.shape)}")
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ValueError(f"attention: q (.., T, D) and k (.., S, D) must share D, and k and v "
                          f"must share S; got q {tuple(q.shape)}, k {tuple(k.shape)}, "

@@ -17,7 +17,7 @@ import numbers
 import torch
 from torch import nn
 
-from ._checks import check_number, check_tensor, compute_dtype
+from ._checks import check_int, check_number, check_tensor, compute_dtype
 
 __all__ = ["batch_norm", "BatchNorm", "layer_norm", "LayerNorm", "rms_norm", "RMSNorm"]
 
@@ -119,9 +119,7 @@ class BatchNorm(nn.Module):
         track_running_stats: bool = True,
     ) -> None:
         super().__init__()
-        if isinstance(num_features, bool) or not isinstance(num_features, numbers.Integral) \
-                or num_features < 1:
-            raise ValueError(f"BatchNorm: num_features must be a positive int, got {num_features!r}")
+        check_int("BatchNorm", "num_features", num_features, minimum=1)
         check_number("BatchNorm", "eps", eps)
         if momentum is not None:
             check_number("BatchNorm", "momentum", momentum)

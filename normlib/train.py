@@ -45,13 +45,14 @@ def train_lm(
     """
     check_int("train_lm", "steps", steps, minimum=1)
     check_number("train_lm", "lr", lr, positive=True)
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)           # batches are drawn on the CPU
+    device = next(model.parameters()).device
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=betas)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule) if schedule is not None else None
     model.train()
     losses: list[float] = []
     for step in range(steps):
-        loss = lm_loss(model, language.sample(batch_size, seq_len + 1, gen))
+        loss = lm_loss(model, language.sample(batch_size, seq_len + 1, gen).to(device))
         if not torch.isfinite(loss):
             losses += [float("nan")] * (steps - step)
             break

@@ -93,3 +93,10 @@ def test_batchnorm_error_text_is_pytorchs():
     with pytest.raises(ValueError) as ref:
         torch.nn.BatchNorm1d(3)(torch.randn(1, 3))
     assert str(mine.value) == str(ref.value)
+
+
+def test_batchnorm_num_features_must_be_a_positive_int():
+    with pytest.raises(TypeError, match="num_features.*int.*3.0"):
+        nl.BatchNorm(3.0)
+    with pytest.raises(ValueError, match="num_features must be >= 1, got 0"):
+        nl.BatchNorm(0)
