@@ -42,7 +42,7 @@ pytest: setup
 nbval: setup
 	$(PY) -m pytest $(NBVAL) notebooks
 
-test: lint pytest nbval
+test: check-exercises lint pytest nbval
 
 # Re-run notebooks top to bottom in a fresh kernel and save them with their outputs (what nbval
 # compares). All of them, or some: make execute NB="notebooks/03_*.ipynb"
@@ -50,6 +50,40 @@ NB ?= notebooks/*.ipynb
 execute: setup
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.timeout=300 $(NB)
+
+# Hand-implementation practice (README, "Practice"). `exercises` copies the practice notebooks
+# into the git-ignored workspace/ and never overwrites a file already there; `practice` opens
+# JupyterLab on it. The practice notebooks are generated from notebooks/exercises/solutions/:
+# `generate-exercises` rebuilds and executes the ones whose sources changed, `check-exercises`
+# (part of `make test`) fails when one is out of date.
+.PHONY: exercises practice generate-exercises check-exercises
+exercises: setup
+	$(PY) -m normlib.exercises.workspace
+
+practice: exercises
+	$(VENV)/bin/jupyter lab --notebook-dir=workspace $(ROOT_FLAG)
+
+generate-exercises: setup
+	$(PY) -m normlib.exercises.generate --execute
+
+check-exercises: setup
+	$(PY) -m normlib.exercises.generate --check
+
+# Browser test (README, "Browser test"): every notebook in JupyterLab, driven in Debian's Chromium
+# (`chromium` on PATH; skipped without it, a failure when CI=true), and every slide deck offline.
+.PHONY: e2e slides
+e2e: setup slides
+	E2E=1 $(PY) -m pytest tests/e2e -v --timeout 900
+
+# reveal.js decks of the lessons in build/slides/, viewable offline (README, "Presenting"). The
+# scripts, styles and fonts come from the npm packages locked in slides/package-lock.json.
+SLIDES_NPM := slides/node_modules/.package-lock.json
+slides: setup $(SLIDES_NPM)
+	$(PY) slides/build.py --out build/slides
+
+$(SLIDES_NPM): slides/package.json slides/package-lock.json
+	cd slides && npm ci --no-audit --no-fund
+	touch $@
 
 clean:
 	rm -rf $(VENV) $(STATE) normlib.egg-info

@@ -1,0 +1,32 @@
+"""Hand-implementation practice (手撕): checkers that run your code and name the mistake.
+
+Each ``check_*`` runs your function (or class) against normlib and PyTorch on several shapes,
+dtypes, edge inputs and the backward pass, and returns a ``CheckResult`` (passed, messages,
+diagnosis) that prints as a short report. A wrong answer is compared with a catalogue of classic
+mistakes, so the report can say *which* mistake it is ("unbiased variance (n - 1)").
+
+    from normlib.exercises import check_layer_norm
+    check_layer_norm(my_layer_norm)
+
+Your code runs with a time limit, cannot hang the checker, and may not call the built-in it
+practises (F.layer_norm and friends).
+"""
+
+from .attention import check_attention
+from .batch_norm import check_batch_norm
+from .catalog import EXERCISES, Exercise, exercise
+from .deep_norm import check_deep_norm
+from .gelu import check_gelu_tanh
+from .layer_norm import check_layer_norm
+from .result import CheckResult
+from .rms_norm import check_rms_norm
+from .rope import check_rope
+from .schedule import check_warmup_cosine
+from .swiglu import check_swiglu_ffn
+
+__all__ = [
+    "CheckResult", "EXERCISES", "Exercise", "exercise",
+    "check_attention", "check_batch_norm", "check_deep_norm", "check_gelu_tanh",
+    "check_layer_norm", "check_rms_norm", "check_rope", "check_swiglu_ffn",
+    "check_warmup_cosine",
+]

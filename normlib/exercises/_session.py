@@ -1,0 +1,256 @@
+"""One checking session: run the checks, call the learner's code safely, compare, name the mistake.
+
+A checker builds a ``Session`` with its catalogue of mistakes ({key: (short label, explanation)}),
+then runs checks: ``session.run(label, check)``. Inside a check, ``session.call(fn, ...)`` calls the
+learner's code (time limit, forbidden built-ins, in-place changes, exceptions -> one line) and
+``session.expect_close(got, want, mutants=...)`` compares; on a mismatch it tries each *mutant*, a
+deliberately wrong implementation of the same function, and when the learner's output matches
+one, that mistake is the diagnosis. Any failure becomes one ✗ line; the first mistake found that
+the exercise knows by name becomes the diagnosis.
+"""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+from ._compare import close, grad_output, max_error, tolerance
+from ._generic import GENERIC_MISTAKES
+from ._harness import (
+    Spy,
+    TimeLimitExceeded,
+    changed,
+    describe_exception,
+    quiet,
+    run_limited,
+    snapshot,
+)
+from .result import FAIL, PASS, CheckResult
+
+__all__ = ["Session", "Fail", "GENERIC_MISTAKES"]
+
+
+class Fail(Exception):
+    """A failed check: one line of detail and, when known, the key of the mistake."""
+
+    def __init__(self, detail: str, mistake: str | None = None):
+        super().__init__(detail)
+        self.detail, self.mistake = detail, mistake
+
+
+class _Stop(Exception):
+    """Stops the session: not implemented yet, time limit, or a forbidden shortcut."""
+
+    def __init__(self, mistake: str, detail: str, explanation: str = ""):
+        super().__init__(detail)
+        self.mistake, self.detail, self.explanation = mistake, detail, explanation
+
+
+class Session:
+    """Runs the checks of one exercise and collects the report (see the module docstring)."""
+
+    def __init__(self, name: str, mistakes: dict, *, time_limit: float = 3.0,
+                 forbidden: dict[str, str] | None = None, references: dict | None = None,
+                 error_hints: tuple = ()):
+        self.name, self.time_limit = name, time_limit
+        self.mistakes = {**GENERIC_MISTAKES, **mistakes}
+        self.specific = set(mistakes)
+        self.forbidden, self.references = forbidden or {}, references or {}
+        self.error_hints = error_hints          # ((regex, mistake key), ...) for exceptions
+        self.lines: list[str] = []
+        self.found: list[str] = []
+        self.stop: _Stop | None = None
+
+    # ------------------------------------------------------------------ running checks
+    def run(self, label: str, check) -> bool:
+        """Run one check; a failure becomes a ✗ line, a check that returns a string adds it to its
+        ✓ line. Does nothing once the session stopped."""
+        if self.stop is not None:
+            return False
+        try:
+            note = check()
+        except Fail as f:
+            seen = any(line.endswith(f": {f.detail}") for line in self.lines)
+            detail = "the same error as above" if seen and f.detail.startswith("raised") \
+                else f.detail
+            self.lines.append(f"{FAIL} {label}: {detail}")
+            if f.mistake:
+                self.found.append(f.mistake)
+            return False
+        except _Stop as s:
+            self.stop = s
+            if s.mistake != "not_implemented":
+                self.lines.append(f"{FAIL} {label}: {s.detail}")
+                self.found.insert(0, s.mistake)
+            return False
+        self.lines.append(f"{PASS} {label}: {note}" if isinstance(note, str) else f"{PASS} {label}")
+        return True
+
+    def require_callable(self, obj, what: str = "your function") -> bool:
+        """False (and a ✗ line) unless ``obj`` can be called."""
+        if callable(obj):
+            return True
+        self.lines.append(f"{FAIL} {what}: got {type(obj).__name__} {obj!r:.40}, expected "
+                          "something callable (pass the function or class itself)")
+        self.found.append("not_callable")
+        return False
+
+    def result(self) -> CheckResult:
+        if self.stop is not None and self.stop.mistake == "not_implemented":
+            return CheckResult(self.name, False, ["not implemented yet"], implemented=False)
+        failed = any(line.startswith(FAIL) for line in self.lines)
+        key = None
+        if failed:
+            named = [k for k in self.found if k in self.specific or k in ("shortcut", "time_limit")]
+            key = (named or self.found or ["wrong_values"])[0]
+        diagnosis = self.explain(key) if key else None
+        return CheckResult(self.name, not failed, list(self.lines), diagnosis, key)
+
+    def explain(self, key: str) -> str:
+        if key == "shortcut" and self.stop is not None:
+            return self.stop.explanation
+        return self.mistakes.get(key, GENERIC_MISTAKES["wrong_values"])[1]
+
+    def short(self, key: str) -> str:
+        return self.mistakes.get(key, (key, ""))[0]
+
+    # ------------------------------------------------------------------ calling learner code
+    def call(self, fn, *args, **kwargs):
+        """Call the learner's ``fn`` safely; raise Fail (one line) or _Stop on trouble."""
+        values = [*args, *kwargs.values()]
+        copies = snapshot(values)
+        spy = Spy(self.forbidden, self.references)
+        try:
+            with quiet(), spy:
+                out = run_limited(lambda: fn(*args, **kwargs), self.time_limit)
+        except NotImplementedError:
+            raise _Stop("not_implemented", "not implemented yet") from None
+        except TimeLimitExceeded:
+            raise _Stop("time_limit", f"stopped: ran longer than the time limit "
+                                      f"({self.time_limit:g} s per call)") from None
+        except Exception as exc:       # the learner's bug, reported in one line
+            self._check_spy(spy)
+            raise Fail(f"raised {describe_exception(exc)}", self._classify(exc)) from None
+        self._check_spy(spy)
+        bad = changed(values, copies)
+        if bad:
+            raise Fail("modifies its input in place", "in_place")
+        return out
+
+    def _check_spy(self, spy: Spy) -> None:
+        if spy.used:
+            raise _Stop("shortcut", f"calls {spy.used[0]}, the built-in being practised",
+                        f"you call {spy.used[0]}: the very thing this exercise asks you to write "
+                        "by hand. Build it from tensor operations instead.")
+
+    def _classify(self, exc: Exception) -> str:
+        text = str(exc)
+        if "in-place operation" in text or "modified by an inplace operation" in text:
+            return "in_place"
+        for pattern, key in self.error_hints:
+            if re.search(pattern, text):
+                return key
+        return "raised"
+
+    # ------------------------------------------------------------------ comparing
+    def match(self, got, want, mutants, tol) -> str | None:
+        """The mutant closest to the learner's output among those it matches (and the reference
+        does not); the first in the list wins a tie."""
+        loose = (tol[0] * 3, tol[1] * 3)
+        best, best_error = None, float("inf")
+        for key, make in mutants:
+            try:
+                with quiet():
+                    m = make()
+            except Exception:            # a mutant may not apply to this input
+                continue
+            if isinstance(m, torch.Tensor) and m.shape != torch.as_tensor(got).shape:
+                continue
+            if not close(m, want, tol) and close(got, m, loose):
+                error = max_error(got, m)
+                if error < best_error:
+                    best, best_error = key, error
+        return best
+
+    def expect_tensor(self, got, want: torch.Tensor, mutants=(), tol=None, what="output") -> None:
+        """Type, shape and dtype of a tensor output (before its values)."""
+        if got is None:
+            raise Fail(f"{what} is None", "returned_none")
+        if not isinstance(got, torch.Tensor):
+            raise Fail(f"{what} is a {type(got).__name__}, expected a torch.Tensor", "not_a_tensor")
+        if got.shape != want.shape:
+            key = self.match(got, want, mutants, tol or tolerance(want.dtype)) if mutants else None
+            hint = f" (looks like: {self.short(key)})" if key else ""
+            raise Fail(f"{what} has shape {tuple(got.shape)}, expected {tuple(want.shape)}{hint}",
+                       key or "wrong_shape")
+        if got.dtype != want.dtype:
+            raise Fail(f"{what} has dtype {got.dtype}, expected {want.dtype}", "wrong_dtype")
+
+    def expect_close(self, got, want, *, mutants=(), tol=None, what="output") -> None:
+        """Values of ``got`` against ``want``; on a mismatch, name the mutant it matches."""
+        if isinstance(want, torch.Tensor):
+            self.expect_tensor(got, want, mutants, tol, what)
+            scale = float(want.detach().abs().nan_to_num(0, 0, 0).max()) if want.numel() else 1.0
+            tol = tol or tolerance(want.dtype, scale)
+        if close(got, want, tol):
+            return
+        key = self.match(got, want, mutants, tol)
+        bad_nan = bool((~torch.as_tensor(got).isfinite() & torch.as_tensor(want).isfinite()).any())
+        if key:
+            detail = f"wrong values (looks like: {self.short(key)})"
+        elif bad_nan:
+            detail, key = "NaN or inf where the reference is finite", "nan"
+        else:
+            detail, key = f"wrong values, max |error| {max_error(got, want):.3g}", "wrong_values"
+        raise Fail(f"{what}: {detail}" if what != "output" else detail, key)
+
+    def expect_grads(self, forward, reference, inputs: dict, *, mutants=(), tol=None) -> None:
+        """Backward: the gradients of sum(out * g), g fixed and random, with respect to every input.
+
+        ``forward(*leaves)`` is the learner's code (called safely); ``reference(*leaves)`` and each
+        mutant ``make(*leaves)`` (in ``mutants``: (key, make) pairs) are the checker's.
+        """
+        want_out, want = _grads(reference, inputs, None)
+        g = grad_output(want_out.shape, want_out.dtype)
+        want_out, want = _grads(reference, inputs, g)
+        leaves = [t.detach().clone().requires_grad_(True) for t in inputs.values()]
+        got_out = self.call(forward, *leaves)
+        self.expect_close(got_out, want_out, tol=tol, mutants=[
+            (k, (lambda make=make: make(*inputs.values()))) for k, make in mutants])
+        if not got_out.requires_grad or got_out.grad_fn is None:
+            raise Fail("the output has no grad_fn (cut off from autograd)", "no_autograd")
+        self.call(lambda: (got_out * g).sum().backward())
+        for name, leaf, w in zip(inputs, leaves, want, strict=True):
+            if leaf.grad is None:
+                raise Fail(f"no gradient reaches {name}", "no_autograd")
+            t = tol or tolerance(w.dtype, float(w.abs().max()) if w.numel() else 1.0)
+            if close(leaf.grad, w, t):
+                continue
+            got = [leaf.grad for leaf in leaves]
+            key = None
+            for k, make in mutants:
+                try:
+                    with quiet():
+                        _, m = _grads(make, inputs, g)
+                except Exception:
+                    continue
+                if not all(close(a, b, t) for a, b in zip(m, want, strict=True)) and all(
+                        b is not None and close(a, b, (t[0] * 3, t[1] * 3))
+                        for a, b in zip(got, m, strict=True)):
+                    key = k
+                    break
+            hint = f" (looks like: {self.short(key)})" if key else \
+                f", max |error| {max_error(leaf.grad, w):.3g}"
+            raise Fail(f"gradient w.r.t. {name}: wrong values{hint}", key or "wrong_grad")
+
+
+def _grads(f, inputs: dict, g):
+    """f's output and the gradients of sum(out * g) w.r.t. fresh copies of ``inputs``."""
+    leaves = [t.detach().clone().requires_grad_(True) for t in inputs.values()]
+    out = f(*leaves)
+    if g is None:
+        return out, None
+    (out * g).sum().backward()
+    return out, [leaf.grad for leaf in leaves]
+

@@ -1,0 +1,149 @@
+"""BatchNorm's catalogue of mistakes: forward mutants (train, eval) and running-statistics rules.
+
+Notation: x is (B, C) or (B, C, H, W); the per-channel statistics are taken over every dim but 1,
+n = B * H * W values per channel; m = momentum.
+"""
+
+from __future__ import annotations
+
+__all__ = ["BN_MISTAKES", "RUNNING_RULES", "bn_train_mutants", "bn_eval_mutants"]
+
+BN_MISTAKES = {
+    "not_buffers": ("running stats not buffers", "running_mean and running_var must be registered "
+                    "buffers (self.register_buffer): state that .to(), .cuda() and state_dict() "
+                    "carry, and that no optimizer updates."),
+    "missing_running_stats": ("no running statistics", "the module needs running_mean and "
+                              "running_var, shape (C,), for eval mode."),
+    "running_shape": ("running stats of the wrong shape", "running_mean and running_var have one "
+                      "entry per channel: shape (C,), as nn.BatchNorm."),
+    "running_init": ("running stats badly initialised", "running_mean starts at zeros and "
+                     "running_var at ones (a variance of 0 would divide by sqrt(eps))."),
+    "no_affine": ("no weight/bias", "BatchNorm has a learnable weight (gamma, ones) and bias "
+                  "(beta, zeros) of shape (C,)."),
+    "batch_stats_in_eval": ("batch statistics in eval", "in eval mode you still normalize with "
+                            "the batch's own mean and variance; eval must use running_mean and "
+                            "running_var, so one sample's output does not depend on the others."),
+    "grad_mode_not_training": ("torch.is_grad_enabled() instead of self.training", "you decide "
+                               "train vs eval from torch.is_grad_enabled(): under torch.no_grad() "
+                               "in training you use the running statistics. Use self.training "
+                               "(set by .train() / .eval())."),
+    "running_stats_in_train": ("running statistics in training", "in training you normalize with "
+                               "the running statistics; training normalizes with the batch's own "
+                               "mean and biased variance."),
+    "running_var_biased": ("running_var updated with the biased variance", "running_var is "
+                           "updated with the biased variance; PyTorch normalizes with the biased "
+                           "batch variance but stores the unbiased one (times n / (n - 1))."),
+    "momentum_reversed": ("momentum reversed", "momentum is reversed: PyTorch's update is "
+                          "running = (1 - momentum) * running + momentum * batch_stat, so "
+                          "momentum=0.1 moves the running value 10% of the way to the batch's."),
+    "running_not_updated": ("running stats not updated", "running_mean and running_var never "
+                            "change in training: update them in place (under torch.no_grad()) or "
+                            "re-assign the buffers."),
+    "no_moving_average": ("running stats replaced by the batch's", "you overwrite the running "
+                          "statistics with the last batch's: blend them, (1 - m) * old + m * new."),
+    "unbiased_with_batch_size": ("n - 1 with n = B for 4-D input", "for (B, C, H, W) input each "
+                                 "channel has n = B * H * W values: the unbiased correction is "
+                                 "n / (n - 1) with that n, not B / (B - 1)."),
+    "momentum_ignored": ("momentum argument ignored", "you ignore the momentum argument (0.1 "
+                         "hard-coded?)."),
+    "eps_ignored": ("eps argument ignored", "you ignore the eps argument."),
+    "updated_in_eval": ("running stats updated in eval", "eval mode must not change running_mean "
+                        "or running_var."),
+    "wrong_dims_4d": ("wrong dims for 4-D input", "for (B, C, H, W) input the statistics are per "
+                      "channel, over dims (0, 2, 3): every sample and every position, kept as "
+                      "shape (1, C, 1, 1) to broadcast over x; the running buffers stay (C,)."),
+    "layer_axis": ("normalized over the features", "you normalize each sample over its features: "
+                   "that is LayerNorm. BatchNorm normalizes each channel over the batch (dim 0)."),
+    "unbiased_in_train": ("unbiased variance in the forward pass", "training normalizes with the "
+                          "biased batch variance (divide by n); only running_var stores the "
+                          "unbiased one."),
+    "eps_outside_sqrt": ("eps outside the sqrt", "eps belongs inside the square root: "
+                         "(x - mu) / sqrt(var + eps)."),
+    "no_eps": ("no eps", "without eps a constant channel divides 0 by 0 (NaN)."),
+    "missing_keepdim": ("statistics do not broadcast", "the per-channel statistics have shape (C,); "
+                        "reshape them to (1, C) or (1, C, 1, 1) (or use keepdim=True) so they "
+                        "broadcast over x."),
+    "detached_statistics": ("batch statistics detached", "the batch mean or variance is detached "
+                            "from autograd: in training the gradient flows through them too."),
+    "running_wrong": ("wrong running statistics", "running_mean or running_var have values the "
+                      "checker does not recognise: running = (1 - m) * running + m * batch_stat, "
+                      "with the unbiased batch variance for running_var."),
+}
+
+
+def _dims(x):
+    return (0, *range(2, x.dim()))
+
+
+def _view(t, x):
+    return t.view(1, -1, *([1] * (x.dim() - 2)))
+
+
+def _normalize(x, w, b, eps, mu, var, outside=False):
+    den = var.sqrt() + eps if outside else (var + eps).sqrt()
+    return (x - mu) / den * _view(w, x) + _view(b, x)
+
+
+def _batch(x, w, b, eps, dims=None, unbiased=False, outside=False):
+    dims = _dims(x) if dims is None else dims
+    mu, var = x.mean(dims, keepdim=True), x.var(dims, unbiased=unbiased, keepdim=True)
+    return _normalize(x, w, b, eps, mu, var, outside)
+
+
+def bn_train_mutants(x, w, b, eps, rm, rv):
+    """[(key, thunk)] of wrong training-mode forwards for this input."""
+    muts = [
+        ("running_stats_in_train", lambda: _normalize(x, w, b, eps, _view(rm, x), _view(rv, x))),
+        ("layer_axis", lambda: _batch(x, w, b, eps, dims=tuple(range(1, x.dim())))),
+        ("unbiased_in_train", lambda: _batch(x, w, b, eps, unbiased=True)),
+        ("eps_outside_sqrt", lambda: _batch(x, w, b, eps, outside=True)),
+        ("eps_ignored", lambda: _batch(x, w, b, 1e-5)),
+        ("no_eps", lambda: _batch(x, w, b, 0.0)),
+    ]
+    if x.dim() == 4:
+        muts += [("wrong_dims_4d", (lambda d=d: _batch(x, w, b, eps, dims=d)))
+                 for d in ((0,), (0, 2), (0, 3), (2, 3), (0, 1, 2, 3))]
+    return muts
+
+
+def bn_eval_mutants(x, w, b, eps, rm, rv):
+    """[(key, thunk)] of wrong eval-mode forwards for this input and these running statistics."""
+    return [
+        ("batch_stats_in_eval", lambda: _batch(x, w, b, eps)),
+        ("eps_outside_sqrt", lambda: _normalize(x, w, b, eps, _view(rm, x), _view(rv, x), True)),
+    ]
+
+
+def _rule(biased=False, reversed_=False, fixed_m=None, n_is_batch=False, replace=False,
+          frozen=False):
+    """An update rule: (x, rm0, rv0, momentum) -> expected (running_mean, running_var)."""
+    def update(x, rm0, rv0, momentum):
+        if fixed_m is not None and fixed_m == momentum:
+            return None                       # indistinguishable from the right rule here
+        if n_is_batch and x.dim() < 3:
+            return None
+        m = fixed_m if fixed_m is not None else momentum
+        mu, var = x.mean(_dims(x)), x.var(_dims(x), unbiased=False)
+        n = x.shape[0] if n_is_batch else x.numel() // x.shape[1]
+        var_new = var if biased else var * n / (n - 1)
+        if frozen:
+            return rm0, rv0
+        if replace:
+            return mu, var_new
+        if reversed_:
+            return m * rm0 + (1 - m) * mu, m * rv0 + (1 - m) * var_new
+        return (1 - m) * rm0 + m * mu, (1 - m) * rv0 + m * var_new
+    return update
+
+
+RUNNING_RULES = [
+    ("correct", _rule()),
+    ("running_var_biased", _rule(biased=True)),
+    ("momentum_reversed", _rule(reversed_=True)),
+    ("momentum_reversed", _rule(reversed_=True, biased=True)),
+    ("running_not_updated", _rule(frozen=True)),
+    ("no_moving_average", _rule(replace=True)),
+    ("no_moving_average", _rule(replace=True, biased=True)),
+    ("unbiased_with_batch_size", _rule(n_is_batch=True)),
+    ("momentum_ignored", _rule(fixed_m=0.1)),
+]

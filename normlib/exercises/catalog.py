@@ -1,0 +1,361 @@
+"""The exercises: task, signature, target time and the interviewer's follow-up questions (EN / 中文).
+
+The drill (``normlib.exercises.drill``) reads this catalogue; each exercise notebook states the same
+task and follow-ups (tests/test_exercises.py checks that they agree).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .attention import check_attention
+from .batch_norm import check_batch_norm
+from .deep_norm import check_deep_norm
+from .gelu import check_gelu_tanh
+from .layer_norm import check_layer_norm
+from .rms_norm import check_rms_norm
+from .rope import check_rope
+from .schedule import check_warmup_cosine
+from .swiglu import check_swiglu_ffn
+
+__all__ = ["Exercise", "FollowUp", "EXERCISES", "exercise"]
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    question: str
+    question_zh: str
+    answer: str
+    answer_zh: str
+
+
+@dataclass(frozen=True)
+class Exercise:
+    key: str               # "layer_norm"
+    title: str             # "LayerNorm"
+    title_zh: str          # "层归一化"
+    notebook: str          # "01_layer_norm.ipynb"
+    checker: object        # check_layer_norm
+    stub: str              # the code the learner starts from
+    task: str
+    task_zh: str
+    minutes: int           # target time in an interview
+    followups: tuple[FollowUp, ...] = field(default_factory=tuple)
+
+    @property
+    def name(self) -> str:
+        """The name the learner's answer is expected under (function or class)."""
+        return self.stub.split("(")[0].split()[-1]
+
+
+def _q(*texts: str) -> FollowUp:
+    return FollowUp(*texts)
+
+
+_EXERCISES = [
+    Exercise(
+        "layer_norm", "LayerNorm", "层归一化 LayerNorm", "01_layer_norm.ipynb", check_layer_norm,
+        'def layer_norm(x, weight, bias, eps=1e-5):\n    """LayerNorm over the last dim of x."""\n'
+        "    raise NotImplementedError\n",
+        "Normalize x (..., d) over its last dim: y = (x - mean) / sqrt(var + eps) * weight + bias, "
+        "with the biased variance (divide by d). weight and bias have shape (d,). Return x's "
+        "shape and dtype.",
+        "对 x (..., d) 的最后一维做归一化：y = (x - 均值) / sqrt(方差 + eps) * weight + bias，"
+        "方差用有偏估计（除以 d）。weight 和 bias 的形状是 (d,)。输出与 x 同形状、同 dtype。",
+        5,
+        (_q("Which dim does LayerNorm normalize in BERT, and why not the batch?",
+            "BERT 的 LayerNorm 在哪一维上归一化？为什么不在 batch 维上？",
+            "The hidden dim (768 in bert-base): every token gets its own mean and variance, so the "
+            "result does not depend on the other sentences in the batch or on their padding.",
+            "在隐藏维（bert-base 是 768）：每个 token 单独算均值和方差，结果与 batch 里的其他句子、"
+            "以及它们的 padding 无关。"),
+         _q("Why the biased variance, and where does eps go?",
+            "为什么用有偏方差？eps 放在哪里？",
+            "nn.LayerNorm divides by d and adds eps inside the sqrt. x.std(-1) is unbiased by "
+            "default and eps outside the sqrt changes low-variance rows a lot.",
+            "nn.LayerNorm 除以 d，并把 eps 加在根号里面。x.std(-1) 默认是无偏的；eps 放在根号外面，"
+            "会大幅改变方差很小的行。"),
+         _q("Is LayerNorm learnable? Does it need extra storage?",
+            "LayerNorm 有可学习参数吗？需要额外的存储吗？",
+            "Learnable weight and bias of shape (d,) (elementwise_affine=True); no running "
+            "statistics, so training and eval compute the same thing. BatchNorm keeps buffers.",
+            "有可学习的 weight 和 bias，形状 (d,)（elementwise_affine=True）；没有滑动统计量，"
+            "训练和推理的计算相同。BatchNorm 需要保存 running 缓冲区。"),
+         _q("What is LayerNorm invariant to? And RMSNorm?",
+            "LayerNorm 对什么不变？RMSNorm 呢？",
+            "Shifting and scaling a row (re-centering and re-scaling); RMSNorm keeps only the "
+            "re-scaling invariance.",
+            "对一行加上常数或乘以正数不变（平移不变性和缩放不变性）；RMSNorm 只保留缩放不变性。"))),
+    Exercise(
+        "batch_norm", "BatchNorm", "批归一化 BatchNorm", "02_batch_norm.ipynb", check_batch_norm,
+        "class BatchNorm(nn.Module):\n    def __init__(self, num_features, eps=1e-5, momentum=0.1):\n"
+        "        super().__init__()\n        raise NotImplementedError\n\n"
+        "    def forward(self, x):\n        raise NotImplementedError\n",
+        "An nn.Module for (B, C) and (B, C, H, W) input, statistics per channel over every dim "
+        "but 1. Training: normalize with the batch mean and biased variance, and update the "
+        "buffers running_mean and running_var: running = (1 - momentum) * running + momentum * "
+        "batch_stat, with the unbiased variance for running_var. Eval: use the running "
+        "statistics. Learnable weight (ones) and bias (zeros).",
+        "实现一个 nn.Module，输入 (B, C) 或 (B, C, H, W)，按通道统计（除第 1 维外的所有维）。"
+        "训练时：用 batch 的均值和有偏方差归一化，并更新缓冲区 running_mean、running_var："
+        "running = (1 - momentum) * running + momentum * batch_stat，running_var 用无偏方差。"
+        "推理时：用 running 统计量。可学习的 weight（全 1）和 bias（全 0）。",
+        15,
+        (_q("Why does BatchNorm need extra storage, and LayerNorm not?",
+            "为什么 BatchNorm 需要额外存储，而 LayerNorm 不需要？",
+            "Eval mode cannot rely on a batch, so training keeps running averages of the mean and "
+            "variance as buffers (running_mean, running_var, num_batches_tracked). LayerNorm's "
+            "statistics come from the sample itself.",
+            "推理时不能依赖 batch，所以训练时要把均值和方差的滑动平均存成缓冲区（running_mean、"
+            "running_var、num_batches_tracked）。LayerNorm 的统计量来自样本本身。"),
+         _q("Which elements share one mean in BatchNorm, and which in LayerNorm?",
+            "BatchNorm 和 LayerNorm 分别让哪些元素共用一个均值？",
+            "BatchNorm: one channel across the batch (and positions), like standardizing each "
+            "country's incomes separately; LayerNorm: all features of one sample or token.",
+            "BatchNorm：同一通道在整个 batch（和所有位置）上共用，好比把每个国家的收入分别标准化；"
+            "LayerNorm：同一个样本（token）的所有特征共用。"),
+         _q("Why is BatchNorm rare in Transformers?",
+            "为什么 Transformer 很少用 BatchNorm？",
+            "Sequences vary in length and carry padding, batches can be small, and train-time "
+            "batch statistics differ from inference; PowerNorm (Shen et al. 2020) found BN's "
+            "statistics in NLP fluctuate much more than in vision.",
+            "序列长度不一且有 padding，batch 可能很小，训练时的 batch 统计量与推理不一致；"
+            "PowerNorm（Shen et al. 2020）发现 NLP 中 BN 的统计量比视觉任务波动大得多。"),
+         _q("What happens with one value per channel in training?",
+            "训练时每个通道只有一个值会怎样？",
+            "The variance is 0 and the unbiased estimate divides by zero; PyTorch raises "
+            "\"Expected more than 1 value per channel when training\".",
+            "方差为 0，无偏估计要除以 0；PyTorch 会报错 \"Expected more than 1 value per channel "
+            "when training\"。"))),
+    Exercise(
+        "rms_norm", "RMSNorm", "均方根归一化 RMSNorm", "03_rms_norm.ipynb", check_rms_norm,
+        'def rms_norm(x, weight, eps=1e-6):\n    """RMSNorm over the last dim of x."""\n'
+        "    raise NotImplementedError\n",
+        "y = x / sqrt(mean(x^2) + eps) * weight over the last dim, no mean subtracted. Compute in "
+        "float32 for float16/bfloat16 input and return the input's dtype (as LLaMA).",
+        "在最后一维上计算 y = x / sqrt(mean(x^2) + eps) * weight，不减均值。float16/bfloat16 "
+        "输入要先转成 float32 计算，输出转回输入的 dtype（与 LLaMA 相同）。",
+        5,
+        (_q("What does RMSNorm drop from LayerNorm, and why is that fine?",
+            "RMSNorm 去掉了 LayerNorm 的什么？为什么可以去掉？",
+            "The mean (re-centering) and the bias. Zhang & Sennrich (2019) argue re-scaling is what "
+            "matters; they report 7% to 64% less running time with comparable quality.",
+            "去掉了减均值（re-centering）和 bias。Zhang & Sennrich（2019）认为起作用的是缩放；"
+            "他们报告运行时间减少 7% 到 64%，效果相当。"),
+         _q("Why upcast to float32?",
+            "为什么要先转成 float32？",
+            "x^2 overflows float16 once |x| > 256 (its maximum is 65504), and a mean over many "
+            "squares loses precision; LLaMA computes in float32 and casts back before the weight.",
+            "|x| > 256 时 x^2 会超出 float16 的最大值 65504；对很多平方求均值也会损失精度。"
+            "LLaMA 用 float32 计算，乘 weight 之前转回原 dtype。"),
+         _q("Where does eps go? Is it in the paper?",
+            "eps 放在哪里？论文里有吗？",
+            "The paper's formula has none; LLaMA, HF and torch put it inside the sqrt, the "
+            "authors' own code outside. Say which you use.",
+            "论文公式里没有 eps；LLaMA、HF 和 torch 放在根号里面，作者自己的代码放在外面。"
+            "写的时候要说明用哪一种。"),
+         _q("Which models use RMSNorm?",
+            "哪些模型用 RMSNorm？",
+            "LLaMA 1/2/3, Mistral, Qwen2 (Pre-RMSNorm), T5 (T5LayerNorm) and Gemma (with "
+            "1 + weight).",
+            "LLaMA 1/2/3、Mistral、Qwen2（Pre-RMSNorm），T5（T5LayerNorm），Gemma（用 1 + weight）。"))),
+]
+
+_EXERCISES += [
+    Exercise(
+        "deep_norm", "DeepNorm", "DeepNorm", "04_deep_norm.ipynb", check_deep_norm,
+        "class DeepNorm(nn.Module):\n    def __init__(self, d_model, n_layers):\n"
+        "        super().__init__()\n        raise NotImplementedError\n\n"
+        "    def forward(self, x, sublayer):\n        raise NotImplementedError\n",
+        "An nn.Module with attributes alpha = (2N)^(1/4) and beta = (8N)^(-1/4) for an "
+        "encoder-only model of N = n_layers layers, and forward(x, sublayer) = "
+        "LayerNorm(alpha * x + sublayer(x)) over d_model. beta is for initialization only.",
+        "实现一个 nn.Module：属性 alpha = (2N)^(1/4)、beta = (8N)^(-1/4)（N = n_layers 层的纯编码器），"
+        "forward(x, sublayer) = LayerNorm(alpha * x + sublayer(x))，在 d_model 上归一化。"
+        "beta 只用于初始化。",
+        8,
+        (_q("What is beta for?", "beta 是做什么用的？",
+            "Initialization only: xavier_normal_(w, gain=beta) for the FFN weights, v_proj and "
+            "out_proj (q_proj and k_proj get gain 1). It never scales activations at run time.",
+            "只用于初始化：FFN 的权重、v_proj 和 out_proj 用 xavier_normal_(w, gain=beta)（q_proj、"
+            "k_proj 的 gain 为 1）。前向计算时从不乘 beta。"),
+         _q("What does DeepNorm combine?", "DeepNorm 结合了什么？",
+            "Post-LN's quality with Pre-LN's stable training, using plain LayerNorm (not RMSNorm); "
+            "DeepNet trained 1,000 layers (2,500 sublayers).",
+            "结合了 Post-LN 的效果和 Pre-LN 的训练稳定性，用的是普通 LayerNorm（不是 RMSNorm）；"
+            "DeepNet 训练了 1000 层（2500 个子层）。"),
+         _q("And for a decoder-only or encoder-decoder model?",
+            "纯解码器或编码器-解码器模型的常数是多少？",
+            "Decoder-only, M layers: (2M)^(1/4) and (8M)^(-1/4). Encoder-decoder: encoder "
+            "0.81 (N^4 M)^(1/16) and 0.87 (N^4 M)^(-1/16); decoder (3M)^(1/4) and (12M)^(-1/4).",
+            "纯解码器 M 层：(2M)^(1/4) 和 (8M)^(-1/4)。编码器-解码器：编码器 0.81 (N^4 M)^(1/16) 和 "
+            "0.87 (N^4 M)^(-1/16)；解码器 (3M)^(1/4) 和 (12M)^(-1/4)。"),
+         _q("Why alpha > 1?", "为什么 alpha > 1？",
+            "It up-weights the residual, so each sublayer changes its input by a smaller fraction; "
+            "the paper bounds the model update ||F(x, theta_t) - F(x, theta_0)||, which explodes "
+            "early in training for Post-LN.",
+            "放大残差分支，使每个子层对输入的相对改动更小；论文据此约束模型更新量 "
+            "||F(x, theta_t) - F(x, theta_0)||，而 Post-LN 在训练初期这个量会爆炸。"))),
+    Exercise(
+        "swiglu_ffn", "SwiGLU FFN", "SwiGLU 前馈层", "05_swiglu_ffn.ipynb", check_swiglu_ffn,
+        "class SwiGLUFFN(nn.Module):\n    def __init__(self, dim, hidden_dim):\n"
+        "        super().__init__()\n        raise NotImplementedError\n\n"
+        "    def forward(self, x):\n        raise NotImplementedError\n",
+        "LLaMA's feed-forward layer: bias-free nn.Linear layers w1 (gate, dim -> hidden_dim), "
+        "w3 (up, dim -> hidden_dim) and w2 (down, hidden_dim -> dim); "
+        "forward(x) = w2(silu(w1(x)) * w3(x)). F.silu is allowed.",
+        "LLaMA 的前馈层：无 bias 的 nn.Linear w1（门控，dim -> hidden_dim）、w3（上投影，"
+        "dim -> hidden_dim）和 w2（下投影，hidden_dim -> dim）；forward(x) = w2(silu(w1(x)) * w3(x))。"
+        "可以用 F.silu。",
+        6,
+        (_q("Why three matrices, and how does LLaMA choose hidden_dim?",
+            "为什么有三个矩阵？LLaMA 的 hidden_dim 怎么定？",
+            "Gate, up and down. To keep the parameters of a 4d FFN, hidden = 2/3 * 4d, rounded up "
+            "to a multiple of multiple_of: dim 4096 gives 11008 (LLaMA 7B).",
+            "门控、上投影、下投影。为了和 4d 的 FFN 参数量相当，hidden = 2/3 * 4d，再向上取整到 "
+            "multiple_of 的倍数：dim 4096 得到 11008（LLaMA 7B）。"),
+         _q("GLU, SwiGLU, GEGLU: what differs?", "GLU、SwiGLU、GEGLU 有什么区别？",
+            "Only the gate's activation: sigmoid (GLU, Dauphin et al. 2017, Facebook AI Research), "
+            "Swish_1 = SiLU (SwiGLU), GELU (GEGLU); Bilinear has none.",
+            "只是门控的激活函数不同：sigmoid（GLU，Dauphin 等 2017，Facebook AI Research）、"
+            "Swish_1 = SiLU（SwiGLU）、GELU（GEGLU）；Bilinear 没有激活函数。"),
+         _q("Why does SwiGLU work better?", "为什么 SwiGLU 效果更好？",
+            "Shazeer (2020, Table 1) measured held-out log-perplexity 1.944 for SwiGLU against "
+            "1.997 for ReLU after 65,536 steps, and offers no explanation (\"divine benevolence\").",
+            "Shazeer（2020，表 1）测得 65,536 步后 SwiGLU 的验证 log-perplexity 为 1.944，ReLU 为 "
+            "1.997；论文没有给出解释（\"divine benevolence\"）。"),
+         _q("Why no bias?", "为什么不要 bias？",
+            "Shazeer (2020) writes the GLU variants without biases and LLaMA follows "
+            "(nn.Linear(..., bias=False)), so weights from a LLaMA checkpoint load as they are.",
+            "Shazeer（2020）写的 GLU 变体都没有 bias，LLaMA 沿用（nn.Linear(..., bias=False)），"
+            "这样 LLaMA 的权重可以直接加载。"))),
+    Exercise(
+        "rope", "RoPE", "旋转位置编码 RoPE", "06_rope.ipynb", check_rope,
+        'def rope(x, base=10000.0):\n    """Rotate x (..., T, D): the row at index t of dim -2 is '
+        'position t."""\n    raise NotImplementedError\n',
+        "Rotate each feature pair i of x (..., T, D) at position t by the angle t * theta_i, "
+        "theta_i = base^(-2i/D), i = 0 .. D/2 - 1, counter-clockwise (+theta). Pairs may be "
+        "interleaved (2i, 2i+1) or split halves (i, i + D/2); the checker says which it found.",
+        "对 x (..., T, D) 中位置 t 的第 i 对特征旋转角度 t * theta_i，theta_i = base^(-2i/D)，"
+        "i = 0 .. D/2 - 1，逆时针（+theta）。特征对可以是相邻的 (2i, 2i+1)，也可以是前后两半 "
+        "(i, i + D/2)；检查器会告诉你它识别出的是哪一种。",
+        10,
+        (_q("Why does q_m . k_n depend only on m - n?", "为什么 q_m · k_n 只与 m - n 有关？",
+            "Rotations compose: (R_m q) . (R_n k) = q . R_m^T R_n k = q . R_(n-m) k.",
+            "旋转可以合成：(R_m q) · (R_n k) = q · R_m^T R_n k = q · R_(n-m) k。"),
+         _q("Interleaved pairs or split halves?", "相邻配对还是前后两半配对？",
+            "Both are RoPE: Meta's LLaMA rotates pairs (2i, 2i+1) as complex numbers, HF's "
+            "rotate_half pairs (i, i + D/2). Checkpoints move between them by permuting the rows "
+            "of W_q and W_k.",
+            "两者都是 RoPE：Meta 的 LLaMA 把 (2i, 2i+1) 当复数旋转，HF 的 rotate_half 配对 "
+            "(i, i + D/2)。权重在两者之间转换时，重排 W_q 和 W_k 的行即可。"),
+         _q("What does the base control? Why 500000 in LLaMA-3?",
+            "base 控制什么？为什么 LLaMA-3 用 500000？",
+            "The wavelengths 2 pi / theta_i, from 2 pi up to about 2 pi * base. A larger base "
+            "turns the slow pairs more slowly, so RoFormer's bound decays more slowly with "
+            "distance: suited to longer contexts.",
+            "波长 2 pi / theta_i，从 2 pi 到约 2 pi * base。base 越大，慢速的特征对转得越慢，"
+            "RoFormer 的上界随距离衰减得越慢，适合更长的上下文。"),
+         _q("Is RoPE applied to v? Where exactly?", "RoPE 作用在 v 上吗？具体在哪里？",
+            "Only to q and k, per head, before the dot product; v is untouched and RoPE has no "
+            "learned parameters.",
+            "只作用在 q 和 k 上，每个头分别旋转，在点积之前；v 不变，RoPE 没有可学习参数。"))),
+]
+
+_EXERCISES += [
+    Exercise(
+        "warmup_cosine", "Warmup + cosine schedule", "学习率预热 + 余弦衰减", "07_warmup_cosine.ipynb",
+        check_warmup_cosine,
+        "def warmup_cosine(step, warmup_steps, total_steps, min_ratio=0.0):\n"
+        '    """The learning-rate multiplier at this step."""\n    raise NotImplementedError\n',
+        "Return the learning-rate multiplier: step / warmup_steps while step < warmup_steps, "
+        "exactly 1 at step == warmup_steps, then a half cosine from 1 down to min_ratio at "
+        "total_steps, and min_ratio after that. Steps count from 0 (HF's convention).",
+        "返回学习率倍数：step < warmup_steps 时为 step / warmup_steps，step == warmup_steps 时恰好"
+        "为 1，之后按半个余弦周期从 1 降到 total_steps 处的 min_ratio，此后保持 min_ratio。"
+        "step 从 0 开始计数（HF 的约定）。",
+        5,
+        (_q("Why warm up, and why does Post-LN need it most?",
+            "为什么要预热？为什么 Post-LN 最需要？",
+            "At initialization Post-LN's gradients near the output are large (Xiong et al. 2020); "
+            "without warmup, lr 1e-3 reached 8.45 BLEU on IWSLT14 against about 34 with warmup.",
+            "初始化时 Post-LN 靠近输出层的梯度很大（Xiong 等 2020）；在 IWSLT14 上不预热、"
+            "lr 1e-3 只有 8.45 BLEU，预热后约 34。"),
+         _q("Does Pre-LN need warmup?", "Pre-LN 需要预热吗？",
+            "Xiong et al. (2020) train Pre-LN Transformers without warmup; its gradient norms stay "
+            "flat across layers at initialization.",
+            "Xiong 等（2020）不用预热也训练好了 Pre-LN Transformer；初始化时它各层的梯度范数"
+            "基本一致。"),
+         _q("How do you use it in PyTorch?", "在 PyTorch 里怎么用？",
+            "LambdaLR(optimizer, lambda step: warmup_cosine(step, W, T, r)) multiplies the base "
+            "lr; call scheduler.step() after each optimizer.step(). The first update uses "
+            "step 0, multiplier 0.",
+            "LambdaLR(optimizer, lambda step: warmup_cosine(step, W, T, r)) 把倍数乘到基础学习率上；"
+            "每次 optimizer.step() 之后调用 scheduler.step()。第一次更新用 step 0，倍数为 0。"),
+         _q("Why a floor (min_ratio)?", "为什么要有下限 min_ratio？",
+            "So that late training still learns, and the schedule never rises again after "
+            "total_steps; LLaMA ends its cosine at 10% of the peak learning rate.",
+            "让训练后期仍在学习，并保证 total_steps 之后学习率不再回升；LLaMA 的余弦衰减到"
+            "峰值学习率的 10% 为止。"))),
+    Exercise(
+        "gelu_tanh", "GELU (tanh form)", "GELU（tanh 近似）", "08_gelu_tanh.ipynb", check_gelu_tanh,
+        'def gelu_tanh(x):\n    """GELU, tanh approximation."""\n    raise NotImplementedError\n',
+        "GELU's tanh approximation, as GPT-2 and F.gelu(x, approximate='tanh'): "
+        "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Keep x's dtype.",
+        "GELU 的 tanh 近似（GPT-2 和 F.gelu(x, approximate='tanh') 所用）："
+        "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))。保持 x 的 dtype。",
+        4,
+        (_q("Exact or tanh GELU: who uses which?", "精确 GELU 还是 tanh 近似？各自谁在用？",
+            "BERT (HF) uses the exact erf form, GPT-2 the tanh form; they differ by at most about "
+            "4.7e-4 (near x = -2.69).",
+            "BERT（HF）用精确的 erf 形式，GPT-2 用 tanh 形式；两者最多相差约 4.7e-4（在 x = -2.69 "
+            "附近）。"),
+         _q("Why GELU rather than ReLU?", "为什么用 GELU 而不用 ReLU？",
+            "GELU(x) = x Phi(x) weights x by the probability that a standard normal is below it: "
+            "smooth, slightly negative for negative x, with a non-zero gradient there "
+            "(Hendrycks & Gimpel 2016).",
+            "GELU(x) = x Phi(x)，按标准正态小于 x 的概率给 x 加权：处处光滑，负半轴有小的负值，"
+            "梯度也不为 0（Hendrycks & Gimpel 2016）。"),
+         _q("And x * sigmoid(1.702 x)?", "x * sigmoid(1.702 x) 呢？",
+            "Another approximation from the GELU paper, off by up to 0.020; with 1 instead of "
+            "1.702 it is SiLU.",
+            "GELU 论文里的另一种近似，最大误差约 0.020；把 1.702 换成 1 就是 SiLU。"))),
+    Exercise(
+        "attention", "Causal attention", "因果自注意力", "09_attention.ipynb", check_attention,
+        'def attention(q, k, v, causal=True):\n    """q, k, v: (B, H, T, D)."""\n'
+        "    raise NotImplementedError\n",
+        "Scaled dot-product attention for q, k, v of shape (B, H, T, D): "
+        "softmax(q k^T / sqrt(D) + mask) v, where with causal=True position t attends to "
+        "positions 0 .. t only.",
+        "实现缩放点积注意力，q、k、v 形状为 (B, H, T, D)：softmax(q k^T / sqrt(D) + mask) v；"
+        "causal=True 时位置 t 只能看到 0 .. t。",
+        8,
+        (_q("Why divide by sqrt(D)?", "为什么除以 sqrt(D)？",
+            "For q and k with independent unit-variance entries, q . k has variance D; scaling "
+            "keeps the softmax out of saturation (Vaswani et al. 2017, 3.2.1).",
+            "q、k 各分量独立、方差为 1 时，q · k 的方差是 D；缩放后 softmax 不会饱和"
+            "（Vaswani 等 2017，3.2.1 节）。"),
+         _q("How is the causal mask built, and why -inf?", "因果掩码怎么构造？为什么用 -inf？",
+            "Keep j <= t (torch.ones(T, T).tril()); set the other scores to -inf before the "
+            "softmax, so their weight is exactly 0 and every row still sums to 1.",
+            "保留 j <= t（torch.ones(T, T).tril()）；softmax 之前把其余分数设为 -inf，"
+            "它们的权重恰好为 0，每行之和仍为 1。"),
+         _q("What does attention cost?", "注意力的计算代价是多少？",
+            "O(T^2 D) time and a T x T score matrix per head; FlashAttention computes the same "
+            "result without storing that matrix.",
+            "时间 O(T^2 D)，每个头要一个 T x T 的分数矩阵；FlashAttention 得到相同结果但不存这个矩阵。"),
+         _q("Where does RoPE enter?", "RoPE 在哪里加入？",
+            "Rotate q and k (per head) by their positions before taking the scores; v is left "
+            "as it is.",
+            "在计算分数之前，按位置旋转 q 和 k（每个头分别旋转）；v 保持不变。"))),
+]
+
+EXERCISES: dict[str, Exercise] = {e.key: e for e in _EXERCISES}
+
+
+def exercise(key: str) -> Exercise:
+    """The exercise called ``key`` (one of EXERCISES), with a clear error otherwise."""
+    if key not in EXERCISES:
+        raise ValueError(f"exercise: unknown exercise {key!r}; expected one of "
+                         f"{', '.join(EXERCISES)}")
+    return EXERCISES[key]

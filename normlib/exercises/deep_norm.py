@@ -1,0 +1,174 @@
+"""The DeepNorm checker (Wang et al. 2022, "DeepNet", arXiv 2203.00555), and the mistakes it names.
+
+The learner writes ``DeepNorm(d_model, n_layers)``, an nn.Module with attributes ``alpha`` and
+``beta`` (the encoder-only constants, ``nl.deepnorm_constants(num_encoder_layers=n_layers)``) and
+``forward(x, sublayer) = LayerNorm(alpha * x + sublayer(x))``. beta is for initialization only
+(the xavier gain of the sublayer's weights); it never scales activations at run time.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+import normlib as nl
+
+from ._compare import randn
+from ._session import Fail, Session
+from .result import CheckResult
+
+__all__ = ["check_deep_norm", "DEEP_NORM_MISTAKES", "DEEP_NORM_CONSTANT_MUTANTS"]
+
+DEEP_NORM_MISTAKES = {
+    "missing_constants": ("no alpha/beta attributes", "the module needs attributes alpha and beta "
+                          "(numbers), computed from n_layers in __init__."),
+    "wrong_exponents": ("wrong exponents", "alpha and beta use the wrong formula: encoder-only "
+                        "DeepNorm has alpha = (2N)^(1/4) and beta = (8N)^(-1/4) (DeepNet, Figure 2)."),
+    "operator_precedence": ("2 * N ** 0.25", "operator precedence: 2 * N ** 0.25 is 2 N^(1/4); "
+                            "DeepNorm's alpha is (2 * N) ** 0.25, and beta is (8 * N) ** -0.25."),
+    "constants_swapped": ("2N and 8N swapped", "the 2N and 8N are swapped: alpha = (2N)^(1/4) "
+                          "(> 1, up-weights the residual), beta = (8N)^(-1/4) (< 1, shrinks the "
+                          "initial weights)."),
+    "decoder_constants": ("encoder-decoder constants", "those are the encoder-decoder model's "
+                          "decoder-side constants, (3M)^(1/4) and (12M)^(-1/4); this exercise asks "
+                          "for the encoder-only ones, (2N)^(1/4) and (8N)^(-1/4)."),
+    "glm_alpha": ("alpha = (2N)^(1/2)", "alpha = (2N)^(1/2) is GLM-130B's choice; the DeepNet paper's "
+                  "encoder-only alpha is (2N)^(1/4)."),
+    "alpha_on_sublayer": ("alpha on the sublayer branch", "alpha multiplies the sublayer's output; "
+                          "DeepNorm up-weights the residual: LayerNorm(alpha * x + sublayer(x))."),
+    "beta_at_run_time": ("beta applied at run time", "you scale activations by beta in forward; beta "
+                         "is used once, at initialization (xavier_normal_(w, gain=beta) for the "
+                         "FFN, v_proj and out_proj weights), never at run time."),
+    "no_alpha": ("no alpha (plain Post-LN)", "forward ignores alpha: LayerNorm(x + sublayer(x)) is "
+                 "Post-LN. DeepNorm is LayerNorm(alpha * x + sublayer(x))."),
+    "no_layer_norm": ("no LayerNorm", "the residual sum must go through a LayerNorm: "
+                      "LayerNorm(alpha * x + sublayer(x))."),
+    "pre_norm": ("Pre-LN form", "that is a Pre-LN block, x + sublayer(LayerNorm(x)); DeepNorm is "
+                 "Post-LN with an up-weighted residual: LayerNorm(alpha * x + sublayer(x))."),
+    "sublayer_of_scaled_x": ("sublayer(alpha * x)", "the sublayer gets x itself; only the residual "
+                             "branch is scaled: LayerNorm(alpha * x + sublayer(x))."),
+    "sublayer_calls": ("sublayer called more than once", "call the sublayer once per forward: "
+                       "attention or an FFN is the expensive part (and dropout would differ)."),
+}
+
+# (key, alpha(N), beta(N)) for formulas a learner may write instead of DeepNet's encoder-only pair
+DEEP_NORM_CONSTANT_MUTANTS = [
+    ("operator_precedence", lambda N: 2 * N ** 0.25, lambda N: 8 * N ** -0.25),
+    ("constants_swapped", lambda N: (8 * N) ** 0.25, lambda N: (2 * N) ** -0.25),
+    ("decoder_constants", lambda N: (3 * N) ** 0.25, lambda N: (12 * N) ** -0.25),
+    ("glm_alpha", lambda N: (2 * N) ** 0.5, None),
+]
+
+
+def _ln(z):
+    return nl.layer_norm(z, z.shape[-1], eps=1e-5)
+
+
+def _forward_mutants(x, sub, a, b):
+    return [
+        ("alpha_on_sublayer", lambda: _ln(x + a * sub(x))),
+        ("beta_at_run_time", lambda: _ln(a * x + sub(b * x))),
+        ("beta_at_run_time", lambda: _ln(a * x + b * sub(x))),
+        ("beta_at_run_time", lambda: _ln(a * b * x + sub(x))),
+        ("no_alpha", lambda: _ln(x + sub(x))),
+        ("no_layer_norm", lambda: a * x + sub(x)),
+        ("pre_norm", lambda: x + sub(_ln(x))),
+        ("pre_norm", lambda: a * x + sub(_ln(x))),
+        ("sublayer_of_scaled_x", lambda: _ln(a * x + sub(a * x))),
+    ]
+
+
+class _Sublayer(nn.Module):
+    """A fixed non-linear sublayer, 2 tanh(x W^T + c), that counts its calls."""
+
+    def __init__(self, d: int, seed: int, dtype: torch.dtype):
+        super().__init__()
+        self.weight = randn(d, d, seed=seed, dtype=dtype, scale=d ** -0.5)
+        self.bias = randn(d, seed=seed + 1, dtype=dtype, scale=0.5)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return 2 * torch.tanh(x @ self.weight.T + self.bias)
+
+
+def check_deep_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
+    """Check the class ``cls(d_model, n_layers)`` (alpha, beta, forward(x, sublayer))."""
+    s = Session("DeepNorm", DEEP_NORM_MISTAKES, time_limit=time_limit)
+    if not s.require_callable(cls, "your class"):
+        return s.result()
+
+    def build(d, N, dtype=torch.float32):
+        m = s.call(cls, d, N)
+        if not isinstance(m, nn.Module):
+            raise Fail(f"DeepNorm({d}, {N}) built a {type(m).__name__}, expected an nn.Module",
+                       "raised")
+        return s.call(m.to, dtype)
+
+    def constants(m):
+        try:
+            return float(m.alpha), float(m.beta)
+        except (AttributeError, TypeError, ValueError, RuntimeError):
+            raise Fail("alpha and beta must be numbers (attributes of the module)",
+                       "missing_constants") from None
+
+    def check_constants(N):
+        def check():
+            a, b = constants(build(8, N))
+            want_a, want_b = nl.deepnorm_constants(num_encoder_layers=N)["encoder"]
+            if abs(a - want_a) <= 1e-6 * want_a and abs(b - want_b) <= 1e-6 * want_b:
+                return
+            for key, fa, fb in DEEP_NORM_CONSTANT_MUTANTS:
+                ma, mb = fa(N), (fb(N) if fb else want_b)
+                if (ma, mb) != (want_a, want_b) and abs(a - ma) <= 1e-6 * ma and \
+                        abs(b - mb) <= 1e-6 * mb:
+                    raise Fail(f"alpha {a:.4f}, beta {b:.4f}; expected {want_a:.4f}, "
+                               f"{want_b:.4f} (looks like: {s.short(key)})", key)
+            raise Fail(f"alpha {a:.4f}, beta {b:.4f}; expected {want_a:.4f}, {want_b:.4f}",
+                       "wrong_exponents")
+        return check
+
+    def check_forward(shape, N, seed, dtype=torch.float32):
+        def check():
+            d = shape[-1]
+            m = build(d, N, dtype)
+            x = randn(*shape, seed=seed, dtype=dtype, scale=1.5)
+            sub = _Sublayer(d, seed + 1, dtype)
+            got = s.call(m, x, sub)
+            if sub.calls > 1:
+                raise Fail(f"sublayer called {sub.calls} times in one forward", "sublayer_calls")
+            a, b = own_constants(m, N)
+            s.expect_close(got, _ln(a * x + sub(x)), mutants=_forward_mutants(x, sub, a, b))
+        return check
+
+    def own_constants(m, N):
+        """The learner's alpha and beta (so that forward is checked apart from the constants)."""
+        try:
+            return constants(m)
+        except Fail:
+            return nl.deepnorm_constants(num_encoder_layers=N)["encoder"]
+
+    def check_backward():
+        d, N = 6, 4
+        m = build(d, N, torch.float64)
+        sub = _Sublayer(d, 41, torch.float64)
+        a, b = own_constants(m, N)
+        x = randn(2, 3, d, seed=40, dtype=torch.float64)
+        s.expect_grads(lambda x: m(x, sub), lambda x: _ln(a * x + sub(x)), {"x": x},
+                       mutants=_mutant_fns(sub, a, b))
+
+    for N in (1, 6, 100):
+        s.run(f"alpha, beta for n_layers={N}", check_constants(N))
+    # forward uses the module's own alpha and beta, so a wrong constant is reported only above
+    s.run("forward float32 (2, 5, 8), n_layers=6", check_forward((2, 5, 8), 6, 10))
+    s.run("forward float64 (3, 4, 6), n_layers=12", check_forward((3, 4, 6), 12, 20,
+                                                                  torch.float64))
+    s.run("forward float32 (2, 8), a batch of 2, n_layers=1", check_forward((2, 8), 1, 30))
+    s.run("backward float64 (2, 3, 6)", check_backward)
+    return s.result()
+
+
+def _mutant_fns(sub, a, b):
+    """The forward mutants as functions of x (for the gradient check)."""
+    return [(key, (lambda x, i=i: _forward_mutants(x, sub, a, b)[i][1]()))
+            for i, (key, _) in enumerate(_forward_mutants(torch.zeros(1), sub, a, b))]

@@ -1,0 +1,159 @@
+"""Build the learner notebooks from the solution notebooks, with nbgrader's markers.
+
+    notebooks/exercises/solutions/NN_name.ipynb   the source of truth (committed, executed)
+      -> notebooks/exercises/NN_name.ipynb        generated for learners (committed, executed)
+
+In code cells, each block from ``### BEGIN SOLUTION`` to ``### END SOLUTION`` becomes
+``# YOUR CODE HERE`` + ``raise NotImplementedError`` at the marker's indentation, and each block from
+``### BEGIN HIDDEN TESTS`` to ``### END HIDDEN TESTS`` is removed. Cells tagged ``solution-only``
+are dropped, and a banner cell says where the notebook comes from.
+
+Only *sources* are compared (cell type, source, tags), never outputs: a learner notebook is out of
+date when its cells differ from what the solution notebook generates today.
+
+    python -m normlib.exercises.generate             # rewrite the learner notebooks that changed
+    python -m normlib.exercises.generate --execute   # ... and execute them (outputs for nbval)
+    python -m normlib.exercises.generate --check     # exit 1 if any is out of date (make test)
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+__all__ = ["strip_solutions", "learner_notebook", "out_of_date", "generate", "main"]
+
+ROOT = Path(__file__).resolve().parents[2]
+EXERCISES_DIR = Path("notebooks") / "exercises"
+MARKERS = {"### BEGIN SOLUTION": "solution", "### BEGIN HIDDEN TESTS": "hidden"}
+ENDS = {"solution": "### END SOLUTION", "hidden": "### END HIDDEN TESTS"}
+BANNER = ("> **Practice notebook**, generated from `notebooks/exercises/solutions/{name}` by "
+          "`python -m normlib.exercises.generate` (edit the solution notebook, not this file). "
+          "Work in your own copy: `make exercises` puts one in `workspace/`, which updates of the "
+          "collection never overwrite, and `make practice` opens JupyterLab there. Stuck? The "
+          "solution notebook has the answer.")
+
+
+def strip_solutions(source: str, *, markdown: bool = False) -> str:
+    """Replace solution blocks and remove hidden-test blocks (see the module docstring)."""
+    out, inside = [], None
+    for number, line in enumerate(source.splitlines(), 1):
+        mark = line.strip()
+        if inside is None and mark in MARKERS:
+            inside = MARKERS[mark]
+            if inside == "solution":
+                indent = line[: len(line) - len(line.lstrip())]
+                out += [indent + "YOUR ANSWER HERE"] if markdown else \
+                    [indent + "# YOUR CODE HERE", indent + "raise NotImplementedError"]
+        elif inside is not None and mark == ENDS[inside]:
+            inside = None
+        elif mark in ENDS.values() or (inside is not None and mark in MARKERS):
+            raise ValueError(f"strip_solutions: unexpected {mark!r} at line {number}")
+        elif inside is None:
+            out.append(line)
+    if inside is not None:
+        raise ValueError(f"strip_solutions: {ENDS[inside]!r} missing")
+    return "\n".join(out)
+
+
+def learner_notebook(solution: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """The learner version of a solution notebook (no outputs)."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = {k: copy.deepcopy(v) for k, v in solution.metadata.items() if k != "widgets"}
+    nb.metadata["normlib"] = {"generated_from": f"solutions/{name}"}
+    banner = nbformat.v4.new_markdown_cell(BANNER.format(name=name))
+    banner.id = "generated-banner"
+    nb.cells.append(banner)
+    for cell in solution.cells:
+        tags = cell.metadata.get("tags", [])
+        if "solution-only" in tags:
+            continue
+        if cell.cell_type == "code":
+            new = nbformat.v4.new_code_cell(strip_solutions(cell.source))
+        elif cell.cell_type == "markdown":
+            new = nbformat.v4.new_markdown_cell(strip_solutions(cell.source, markdown=True))
+        else:
+            new = nbformat.v4.new_raw_cell(cell.source)
+        new.id = cell.get("id", new.id)
+        new.metadata = copy.deepcopy({k: v for k, v in cell.metadata.items()
+                                      if k not in ("execution",)})
+        nb.cells.append(new)
+    return nb
+
+
+def _sources(nb) -> list[tuple]:
+    return [(c.cell_type, c.source, tuple(c.metadata.get("tags", []))) for c in nb.cells]
+
+
+def _pairs(root: Path):
+    folder = root / EXERCISES_DIR
+    for solution in sorted((folder / "solutions").glob("*.ipynb")):
+        yield solution, folder / solution.name
+
+
+def out_of_date(root: Path = ROOT) -> list[str]:
+    """Learner notebooks (paths relative to root) that differ from their generated version, are
+    missing, or were generated from a solution notebook that no longer exists."""
+    stale = []
+    for solution, learner in _pairs(root):
+        want = learner_notebook(nbformat.read(solution, as_version=4), solution.name)
+        if not learner.exists() or _sources(nbformat.read(learner, as_version=4)) != _sources(want):
+            stale.append(str(learner.relative_to(root)))
+    for learner in sorted((root / EXERCISES_DIR).glob("*.ipynb")):
+        origin = nbformat.read(learner, as_version=4).metadata.get("normlib", {})
+        if origin.get("generated_from") and not (learner.parent / origin["generated_from"]).exists():
+            stale.append(str(learner.relative_to(root)))
+    return stale
+
+
+def generate(root: Path = ROOT) -> list[Path]:
+    """Write every learner notebook whose sources changed; return the paths written."""
+    written = []
+    for solution, learner in _pairs(root):
+        want = learner_notebook(nbformat.read(solution, as_version=4), solution.name)
+        if learner.exists() and _sources(nbformat.read(learner, as_version=4)) == _sources(want):
+            continue
+        nbformat.validate(want)
+        nbformat.write(want, learner)
+        written.append(learner)
+    return written
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m normlib.exercises.generate",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if any is out of date")
+    parser.add_argument("--execute", action="store_true", help="execute the notebooks written")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the repository (default: this one)")
+    args = parser.parse_args(argv)
+    if args.check:
+        stale = out_of_date(args.root)
+        for path in stale:
+            print(f"out of date: {path}")
+        if stale:
+            print("Run `make generate-exercises` (python -m normlib.exercises.generate --execute).")
+            return 1
+        print("learner notebooks are up to date")
+        return 0
+    written = generate(args.root)
+    for path in written:
+        print(f"wrote {path.relative_to(args.root)}")
+    if not written:
+        print("learner notebooks are up to date")
+    elif args.execute:
+        subprocess.run([sys.executable, "-m", "nbconvert", "--to", "notebook",
+                        "--execute", "--inplace", "--ExecutePreprocessor.timeout=300",
+                        *map(str, written)], check=True, cwd=args.root)
+    else:
+        print("Now execute them: make execute NB=\"" + " ".join(
+            str(p.relative_to(args.root)) for p in written) + "\"")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

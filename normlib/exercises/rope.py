@@ -1,0 +1,163 @@
+"""The RoPE checker (Su et al., RoFormer, arXiv 2104.09864), and the mistakes it can name.
+
+The learner writes ``rope(x, base=10000.0)`` for x of shape (..., T, D): the row at index t of
+dim -2 sits at position t, and feature pair i is rotated by +t * theta_i, theta_i = base^(-2i/D).
+Either layout passes, and the checker says which it found: "interleaved" pairs (2i, 2i+1) (Meta's
+LLaMA) or "half" pairs (i, i + D/2) (HF's rotate_half). References: ``nl.apply_rope``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+import normlib as nl
+
+from ._compare import close, label, randn, tolerance
+from ._session import Fail, Session
+from .result import CheckResult
+
+__all__ = ["check_rope", "ROPE_MISTAKES", "LAYOUT_NAMES"]
+
+LAYOUT_NAMES = {"interleaved": "interleaved pairs (2i, 2i+1), as Meta's LLaMA",
+                "half": "split halves (i, i + D/2), as HF's rotate_half"}
+
+ROPE_MISTAKES = {
+    "minus_theta": ("rotation by -theta", "you rotate by -theta (clockwise). That keeps the "
+                    "relative property too and is a valid convention elsewhere, but LLaMA, HF and "
+                    "this exercise rotate by +theta: y0 = x0 cos - x1 sin, y1 = x0 sin + x1 cos."),
+    "frequency_exponent": ("theta_i = base^(-i/D)", "the frequencies are theta_i = base^(-2i/D) "
+                           "for pair i = 0 .. D/2 - 1 (or base^(-j/D) for even j); base^(-i/D) "
+                           "makes them fall only half as far."),
+    "positions_from_one": ("positions start at 1", "positions start at 0: the first row is not "
+                           "rotated (torch.arange(T))."),
+    "pairs_mixed": ("pairs mixed across layouts", "the pairing and the frequencies come from "
+                    "different layouts: with rotate_half (pairs i, i + D/2) the angles repeat as "
+                    "cat(theta, theta); with interleaved pairs (2i, 2i+1) as "
+                    "theta.repeat_interleave(2)."),
+    "half_rotated": ("only half the features rotated", "only half of the features are rotated "
+                     "(or only one feature of each pair is updated): every pair (x0, x1) becomes "
+                     "(x0 cos - x1 sin, x0 sin + x1 cos), using the old x0 in both."),
+    "sin_cos_swapped": ("sin and cos swapped", "sin and cos are swapped: at position 0 nothing "
+                        "may change, so x * cos + rotate(x) * sin."),
+    "positions_wrong_dim": ("positions along the wrong dim", "the position is the index along "
+                            "dim -2 (T) of x (..., T, D); with (B, H, T, D) input do not take it "
+                            "from dim 1 (heads) as in the (B, T, H, D) layout."),
+    "base_ignored": ("base argument ignored", "you ignore the base argument (10000 hard-coded?); "
+                     "LLaMA-3 uses 500000."),
+    "angles_low_precision": ("angles in low precision", "the angles t * theta are computed in the "
+                             "input's dtype: bfloat16 cannot even represent 255 * theta precisely. "
+                             "Compute the angles (and cos, sin) in float32."),
+}
+
+_LAYOUTS = ("interleaved", "half")
+
+
+def _rotate(x, layout, angle_pairs, feature_angles=None, only_half=False):
+    """y = x * cos + rot(x) * sin with per-feature angles; rot pairs features by ``layout``."""
+    D = x.shape[-1]
+    if feature_angles is None:
+        feature_angles = "interleave" if layout == "interleaved" else "cat"
+    a = angle_pairs.repeat_interleave(2, -1) if feature_angles == "interleave" \
+        else torch.cat((angle_pairs, angle_pairs), -1)                        # (T, D)
+    if layout == "interleaved":
+        rot = torch.stack((-x[..., 1::2], x[..., 0::2]), -1).flatten(-2)
+    else:
+        rot = torch.cat((-x[..., D // 2:], x[..., : D // 2]), -1)
+    y = x * a.cos() + rot * a.sin()
+    if only_half:            # the second member of every pair is left as it was
+        keep = torch.zeros(D, dtype=torch.bool)
+        if layout == "interleaved":
+            keep[1::2] = True
+        else:
+            keep[D // 2:] = True
+        y = torch.where(keep, x, y)
+    return y
+
+
+def _angles(T, D, base, positions=None, exponent=2.0, dtype=torch.float64):
+    i = torch.arange(D // 2, dtype=torch.float64)
+    theta = base ** (-exponent * i / D)
+    pos = torch.arange(T, dtype=torch.float64) if positions is None else positions
+    return (pos[:, None].to(dtype) * theta[None, :].to(dtype)).to(torch.float64)
+
+
+def _crossed(x, A, halves_in: bool):
+    """Pairs from one layout, written out in the other's order."""
+    D = x.shape[-1]
+    if halves_in:
+        x0, x1 = x[..., : D // 2], x[..., D // 2:]
+    else:
+        x0, x1 = x[..., 0::2], x[..., 1::2]
+    y0, y1 = x0 * A.cos() - x1 * A.sin(), x0 * A.sin() + x1 * A.cos()
+    return torch.stack((y0, y1), -1).flatten(-2) if halves_in else torch.cat((y0, y1), -1)
+
+
+def _mutants(x, base, layout):
+    """[(key, thunk)] of wrong rotations of x in ``layout`` (computed in float64)."""
+    T, D = x.shape[-2], x.shape[-1]
+    xd = x.double()
+    A = _angles(T, D, base)
+    other_order = "cat" if layout == "interleaved" else "interleave"
+    muts = [
+        ("minus_theta", lambda: _rotate(xd, layout, -A)),
+        ("frequency_exponent", lambda: _rotate(xd, layout, _angles(T, D, base, exponent=1.0))),
+        ("positions_from_one", lambda: _rotate(xd, layout, _angles(
+            T, D, base, torch.arange(1, T + 1, dtype=torch.float64)))),
+        ("pairs_mixed", lambda: _rotate(xd, layout, A, feature_angles=other_order)),
+        ("pairs_mixed", lambda: _crossed(xd, A, halves_in=True)),
+        ("pairs_mixed", lambda: _crossed(xd, A, halves_in=False)),
+        ("half_rotated", lambda: _rotate(xd, layout, A, only_half=True)),
+        ("sin_cos_swapped", lambda: _rotate(xd, layout, torch.pi / 2 - A)),
+        ("base_ignored", lambda: _rotate(xd, layout, _angles(T, D, 10000.0))),
+        ("angles_low_precision", lambda: _rotate(xd, layout, _angles(T, D, base, dtype=x.dtype))),
+    ]
+    if x.dim() >= 3 and x.shape[-3] > 1:      # position taken from dim -3 (heads)
+        AH = _angles(x.shape[-3], D, base)[:, None, :]                  # (H, 1, D/2)
+        muts.append(("positions_wrong_dim", lambda: _rotate(xd, layout, AH)))
+    return muts
+
+
+def check_rope(fn, *, time_limit: float = 3.0) -> CheckResult:
+    """Check ``fn(x, base=10000.0)`` against nl.apply_rope in either layout; report the layout."""
+    s = Session("RoPE", ROPE_MISTAKES, time_limit=time_limit,
+                references={nl.apply_rope: "nl.apply_rope",
+                            nl.apply_rope_complex: "nl.apply_rope_complex"})
+    if not s.require_callable(fn):
+        return s.result()
+    found: list[str] = []          # the layout that the first passing check matched
+
+    def case(x, base=10000.0, note="", factor=1.0, pass_base=True):
+        def check():
+            got = s.call(fn, x, base=base) if pass_base else s.call(fn, x)
+            wants = {lay: nl.apply_rope(x, base=base, layout=lay) for lay in _LAYOUTS}
+            s.expect_tensor(got, wants["half"])
+            tol = tolerance(x.dtype, float(x.abs().max()), factor)
+            layouts = found[:1] or list(_LAYOUTS)
+            matches = [lay for lay in layouts if close(got, wants[lay], tol)]
+            if len(matches) == 1 and not found:         # T = 1 matches both: no evidence yet
+                found.append(matches[0])
+                return f"found the {LAYOUT_NAMES[matches[0]]}"
+            if matches:
+                return None
+            for lay in layouts:
+                key = s.match(got, wants[lay], _mutants(x, base, lay), tol)
+                if key:
+                    raise Fail(f"wrong values (looks like: {s.short(key)}; {lay} layout)", key)
+            raise Fail(f"wrong values (the first check found the {found[0]} layout)" if found
+                       else "wrong values: matches neither layout", "wrong_values")
+        s.run(label(x.dtype, x.shape, note) + ("" if pass_base else ", default base"), check)
+
+    case(randn(1, 2, 6, 8, seed=10, dtype=torch.float64), pass_base=False)
+    case(randn(2, 7, 6, seed=20), note="odd T, D/2 = 3")
+    case(randn(5, 4, seed=30, dtype=torch.float64), note="(T, D)")
+    case(randn(2, 3, 8, 16, seed=40, dtype=torch.float64), base=500000.0, note="base 500000")
+    case(randn(2, 1, 1, 8, seed=50), note="a batch of 2, T = 1")
+    case(randn(1, 1, 1024, 8, seed=60, dtype=torch.bfloat16), note="positions up to 1023",
+         factor=2)
+    x = randn(1, 2, 5, 8, seed=70, dtype=torch.float64)
+    layouts = found[:1] or list(_LAYOUTS)
+    s.run(label(x.dtype, x.shape, "backward"), lambda: s.expect_grads(
+        fn, lambda x: nl.apply_rope(x, layout=layouts[0]), {"x": x},
+        mutants=[(k, (lambda x, lay=lay, i=i: _mutants(x, 10000.0, lay)[i][1]()))
+                 for lay in layouts for i, (k, _) in enumerate(_mutants(x, 10000.0, lay))]))
+    return s.result()

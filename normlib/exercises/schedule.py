@@ -1,0 +1,116 @@
+"""The warmup + cosine schedule checker, and the mistakes it can name.
+
+The learner writes ``warmup_cosine(step, warmup_steps, total_steps, min_ratio=0.0)``, the
+learning-rate multiplier of ``nl.cosine_with_warmup`` (HF's convention): step / warmup_steps while
+step < warmup_steps, exactly 1 at step == warmup_steps, then a half cosine down to min_ratio at
+total_steps, and min_ratio after that (the floor).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+
+import normlib as nl
+
+from ._session import Fail, Session
+from .result import CheckResult
+
+__all__ = ["check_warmup_cosine", "WARMUP_MISTAKES", "WARMUP_MUTANTS"]
+
+WARMUP_MISTAKES = {
+    "off_by_one": ("off by one at the warmup boundary", "off by one at the boundary: the multiplier "
+                   "is step / warmup_steps for step < warmup_steps (0 at step 0) and exactly 1 at "
+                   "step == warmup_steps, where the cosine starts (progress 0)."),
+    "no_floor": ("no floor after total_steps", "after total_steps the cosine keeps going (and "
+                 "rises again): clamp the progress at 1, so the multiplier stays at min_ratio."),
+    "min_ratio_ignored": ("min_ratio ignored", "the cosine must end at min_ratio, not 0: "
+                          "min_ratio + (1 - min_ratio) * 0.5 * (1 + cos(pi * progress))."),
+    "min_ratio_as_clamp": ("min_ratio as a clamp", "min_ratio is where the cosine ends, not a "
+                           "clamp on a cosine that ends at 0: scale the cosine into "
+                           "[min_ratio, 1]."),
+    "progress_from_zero": ("cosine measured from step 0", "the cosine's progress runs from the end "
+                           "of warmup: (step - warmup_steps) / (total_steps - warmup_steps)."),
+    "linear_decay": ("linear decay", "the decay is a half cosine, 0.5 * (1 + cos(pi * progress)), "
+                     "not a straight line."),
+    "full_cosine": ("a full cosine period", "the decay is half a cosine period: cos(pi * progress), "
+                    "not cos(2 pi * progress)."),
+    "zero_warmup": ("division by warmup_steps = 0", "with warmup_steps = 0 there is no warmup: the "
+                    "schedule starts at 1; do not divide by warmup_steps then."),
+    "not_a_number": ("not a number", "return the multiplier as a Python float (or int)."),
+}
+
+
+def _cosine(step, w, total, r, *, ramp=None, prog=None, floor=True, clamp_min=False, shape=None):
+    if step < w:
+        return ramp(step, w) if ramp else step / w
+    p = prog(step, w, total) if prog else (step - w) / max(1, total - w)
+    p = min(1.0, p) if floor else p
+    c = shape(p) if shape else 0.5 * (1 + math.cos(math.pi * p))
+    return max(r, c) if clamp_min else r + (1 - r) * c
+
+
+WARMUP_MUTANTS = [
+    ("off_by_one", lambda s, w, t, r: _cosine(s, w, t, r, ramp=lambda s, w: (s + 1) / w)),
+    ("off_by_one", lambda s, w, t, r: _cosine(s, w, t, r, ramp=lambda s, w: s / (w + 1))),
+    ("off_by_one", lambda s, w, t, r: _cosine(
+        s, w, t, r, prog=lambda s, w, t: (s - w + 1) / max(1, t - w))),
+    ("off_by_one", lambda s, w, t, r: _cosine(
+        s, w, t, r, prog=lambda s, w, t: (s - w) / max(1, t - w - 1))),
+    ("no_floor", lambda s, w, t, r: _cosine(s, w, t, r, floor=False)),
+    ("min_ratio_ignored", lambda s, w, t, r: _cosine(s, w, t, 0.0)),
+    ("min_ratio_as_clamp", lambda s, w, t, r: _cosine(s, w, t, r, clamp_min=True)),
+    ("progress_from_zero", lambda s, w, t, r: _cosine(s, w, t, r, prog=lambda s, w, t: s / t)),
+    ("linear_decay", lambda s, w, t, r: _cosine(s, w, t, r, shape=lambda p: 1 - p)),
+    ("full_cosine", lambda s, w, t, r: _cosine(
+        s, w, t, r, shape=lambda p: 0.5 * (1 + math.cos(2 * math.pi * p)))),
+]
+
+
+def _as_float(value, step):
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return float(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    raise Fail(f"step {step} returned {type(value).__name__} {value!r:.30}, expected a number",
+               "returned_none" if value is None else "not_a_number")
+
+
+def check_warmup_cosine(fn, *, time_limit: float = 3.0) -> CheckResult:
+    """Check ``fn(step, warmup_steps, total_steps, min_ratio=0.0)`` against
+    nl.cosine_with_warmup, for every step from 0 to past total_steps."""
+    s = Session("Warmup + cosine", WARMUP_MISTAKES, time_limit=time_limit,
+                references={nl.cosine_with_warmup: "nl.cosine_with_warmup"},
+                error_hints=((r"division by zero", "zero_warmup"),))
+    if not s.require_callable(fn):
+        return s.result()
+
+    def schedule(w, total, r, pass_min=True):
+        def check():
+            steps = range(total + 15)
+            call = (lambda: [fn(k, w, total, r) for k in steps]) if pass_min else \
+                (lambda: [fn(k, w, total) for k in steps])
+            got = [_as_float(v, k) for k, v in zip(steps, s.call(call), strict=True)]
+            ref = nl.cosine_with_warmup(w, total, r)
+            want = [ref(k) for k in steps]
+            muts = [(key, (lambda f=f: [f(k, w, total, r) for k in steps]))
+                    for key, f in WARMUP_MUTANTS]
+            bad = [k for k in steps if abs(got[k] - want[k]) > 1e-6]     # float32 is fine
+            if not bad:
+                return
+            key = s.match(torch.tensor(got), torch.tensor(want),
+                          [(k, (lambda m=m: torch.tensor(m()))) for k, m in muts], (1e-6, 1e-6))
+            k = bad[0]
+            hint = f" (looks like: {s.short(key)})" if key else ""
+            raise Fail(f"step {k}: {got[k]:.4f}, expected {want[k]:.4f}{hint}",
+                       key or "wrong_values")
+        return check
+
+    s.run("warmup 10, total 100, default min_ratio", schedule(10, 100, 0.0, pass_min=False))
+    s.run("warmup 5, total 50, min_ratio 0.1", schedule(5, 50, 0.1))
+    s.run("warmup 1, total 10, min_ratio 0.0", schedule(1, 10, 0.0))
+    s.run("no warmup (0), total 20, min_ratio 0.2", schedule(0, 20, 0.2))
+    s.run("warmup 30, total 40, min_ratio 0.05", schedule(30, 40, 0.05))
+    return s.result()

@@ -1,0 +1,142 @@
+"""The SwiGLU feed-forward checker (Shazeer 2020; LLaMA's FFN), and the mistakes it can name.
+
+The learner writes ``SwiGLUFFN(dim, hidden_dim)`` with bias-free ``w1`` (gate, dim -> hidden),
+``w3`` (up, dim -> hidden) and ``w2`` (down, hidden -> dim), and
+``forward(x) = w2(silu(w1 x) * w3 x)``. F.silu is allowed: the exercise is the gated FFN.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import normlib as nl
+
+from ._compare import grad_output, randn
+from ._session import Fail, Session
+from .result import CheckResult
+
+__all__ = ["check_swiglu_ffn", "SWIGLU_MISTAKES"]
+
+SWIGLU_MISTAKES = {
+    "missing_projection": ("w1, w2 or w3 missing", "the module needs three bias-free linear layers: "
+                           "w1 (gate) and w3 (up), dim -> hidden_dim, and w2 (down), "
+                           "hidden_dim -> dim."),
+    "has_bias": ("linear layers with bias", "LLaMA's SwiGLU FFN is bias-free (Shazeer 2020 omits "
+                 "biases): nn.Linear(..., bias=False)."),
+    "wrong_weight_shape": ("wrong weight shapes", "w1 and w3 map dim -> hidden_dim (weight shape "
+                           "(hidden_dim, dim)); w2 maps hidden_dim -> dim (weight (dim, hidden_dim))."),
+    "sigmoid_gate": ("sigmoid gate (GLU)", "the gate uses sigmoid: that is the original GLU "
+                     "(Dauphin et al. 2017). SwiGLU gates with SiLU = Swish_1: x * sigmoid(x)."),
+    "gelu_gate": ("GELU gate (GEGLU)", "the gate uses GELU: that is GEGLU. SwiGLU gates with "
+                  "SiLU: F.silu(w1(x))."),
+    "relu_gate": ("ReLU gate (ReGLU)", "the gate uses ReLU: that is ReGLU. SwiGLU gates with SiLU."),
+    "no_gate_activation": ("no activation (bilinear)", "no activation on the gate: that is the "
+                           "Bilinear variant. SwiGLU applies SiLU to w1(x)."),
+    "gate_up_swapped": ("gate and up swapped", "SiLU goes on w1 (the gate), not on w3 (the up "
+                        "projection): w2(silu(w1(x)) * w3(x)). The weights are not "
+                        "interchangeable once a checkpoint is loaded."),
+    "silu_on_product": ("SiLU on the product", "SiLU applies to the gate alone, before the "
+                        "product: silu(w1(x)) * w3(x), not silu(w1(x) * w3(x))."),
+    "no_up_projection": ("w3 unused (plain FFN)", "without the w3 branch this is a plain FFN, "
+                         "w2(silu(w1 x)); SwiGLU multiplies by the up projection w3(x)."),
+    "missing_down_projection": ("missing down projection w2", "the output has hidden_dim features: "
+                                "apply the down projection w2 to bring it back to dim."),
+}
+
+
+def _ffn(x, W1, W2, W3, gate=F.silu, where="gate"):
+    a, u = x @ W1.T, x @ W3.T
+    if where == "swap":
+        a, u = u, a
+    h = gate(a * u) if where == "product" else gate(a) * (1 if where == "no_up" else u)
+    return h @ W2.T
+
+
+def _mutants(x, W1, W2, W3):
+    return [
+        ("sigmoid_gate", lambda: _ffn(x, W1, W2, W3, torch.sigmoid)),
+        ("gelu_gate", lambda: _ffn(x, W1, W2, W3, F.gelu)),
+        ("gelu_gate", lambda: _ffn(x, W1, W2, W3, lambda t: F.gelu(t, approximate="tanh"))),
+        ("relu_gate", lambda: _ffn(x, W1, W2, W3, torch.relu)),
+        ("no_gate_activation", lambda: _ffn(x, W1, W2, W3, lambda t: t)),
+        ("gate_up_swapped", lambda: _ffn(x, W1, W2, W3, where="swap")),
+        ("silu_on_product", lambda: _ffn(x, W1, W2, W3, where="product")),
+        ("no_up_projection", lambda: _ffn(x, W1, W2, W3, where="no_up")),
+        ("missing_down_projection", lambda: F.silu(x @ W1.T) * (x @ W3.T)),
+    ]
+
+
+def check_swiglu_ffn(cls, *, time_limit: float = 3.0) -> CheckResult:
+    """Check the class ``cls(dim, hidden_dim)`` (w1, w2, w3; forward) against a SwiGLU FFN."""
+    s = Session("SwiGLU FFN", SWIGLU_MISTAKES, time_limit=time_limit,
+                references={nl.GLUFeedForward.forward: "nl.GLUFeedForward",
+                            nl.glu_variant: "nl.glu_variant"})
+    if not s.require_callable(cls, "your class"):
+        return s.result()
+
+    def build(dim, hidden, dtype=torch.float32, seed=0):
+        m = s.call(cls, dim, hidden)
+        if not isinstance(m, nn.Module):
+            raise Fail(f"SwiGLUFFN({dim}, {hidden}) built a {type(m).__name__}, expected an "
+                       "nn.Module", "raised")
+        layers = {}
+        for name, shape in (("w1", (hidden, dim)), ("w3", (hidden, dim)), ("w2", (dim, hidden))):
+            layer = getattr(m, name, None)
+            weight = getattr(layer, "weight", None)
+            if not isinstance(weight, torch.Tensor):
+                raise Fail(f"no linear layer {name}", "missing_projection")
+            if tuple(weight.shape) != shape:
+                raise Fail(f"{name}.weight has shape {tuple(weight.shape)}, expected {shape}",
+                           "wrong_weight_shape")
+            if getattr(layer, "bias", None) is not None:
+                raise Fail(f"{name} has a bias", "has_bias")
+            layers[name] = weight
+        m = s.call(m.to, dtype)
+        Ws = {}
+        with torch.no_grad():
+            for i, name in enumerate(("w1", "w2", "w3")):
+                W = randn(*getattr(m, name).weight.shape, seed=seed + i, dtype=dtype,
+                          scale=getattr(m, name).weight.shape[1] ** -0.5)
+                getattr(m, name).weight.copy_(W)
+                Ws[name] = W
+        return m, Ws["w1"], Ws["w2"], Ws["w3"]
+
+    def forward(shape, hidden, seed, dtype=torch.float32, factor=1.0):
+        def check():
+            m, W1, W2, W3 = build(shape[-1], hidden, dtype, seed)
+            x = randn(*shape, seed=seed + 9, dtype=dtype, scale=1.5)
+            got = s.call(m, x)
+            want = nl.GLUFeedForward(shape[-1], hidden).to(dtype)
+            with torch.no_grad():
+                want.w1.weight.copy_(W1)
+                want.w2.weight.copy_(W2)
+                want.w3.weight.copy_(W3)
+            s.expect_close(got, want(x).detach(), mutants=_mutants(x, W1, W2, W3))
+        return check
+
+    def backward():
+        m, W1, W2, W3 = build(5, 7, torch.float64, 50)
+        x = randn(2, 3, 5, seed=59, dtype=torch.float64)
+        s.expect_grads(lambda x: m(x), lambda x: _ffn(x, W1, W2, W3), {"x": x},
+                       mutants=[(k, (lambda x, i=i: _mutants(x, W1, W2, W3)[i][1]()))
+                                for i, (k, _) in enumerate(_mutants(x, W1, W2, W3))])
+        for name, W in (("w1", W1), ("w2", W2), ("w3", W3)):
+            Wl = W.clone().requires_grad_(True)
+            args = {"w1": (Wl, W2, W3), "w2": (W1, Wl, W3), "w3": (W1, W2, Wl)}[name]
+            out = _ffn(x, *args)
+            (out * grad_output(out.shape, out.dtype)).sum().backward()
+            got = getattr(m, name).weight.grad
+            if got is None or not torch.allclose(got, Wl.grad, rtol=1e-4, atol=1e-6):
+                raise Fail(f"gradient w.r.t. {name}.weight: wrong or missing", "wrong_grad")
+
+    s.run("__init__(8, 16): bias-free w1, w3 (8 -> 16) and w2 (16 -> 8)",
+          lambda: build(8, 16))
+    s.run("forward float32 (2, 5, 8), hidden 16", forward((2, 5, 8), 16, 10))
+    s.run("forward float64 (3, 5), odd sizes, hidden 7", forward((3, 5), 7, 20, torch.float64))
+    s.run("forward float32 (2, 1, 6), a batch of 2, hidden 6", forward((2, 1, 6), 6, 30))
+    s.run("forward bfloat16 (2, 4, 8), hidden 12", forward((2, 4, 8), 12, 40, torch.bfloat16))
+    s.run("backward float64: x, w1, w2, w3", backward)
+    return s.result()
+

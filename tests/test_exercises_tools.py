@@ -1,0 +1,220 @@
+"""The practice tooling: robustness against any learner code, the result's report, the generator
+of learner notebooks, the workspace copy, the catalogue and the drill."""
+
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+from normlib import exercises as ex
+from normlib.exercises import drill, generate, workspace
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def good_ln(x, weight, bias, eps=1e-5):
+    h = x.float()
+    y = (h - h.mean(-1, keepdim=True)) * torch.rsqrt(h.var(-1, unbiased=False, keepdim=True) + eps)
+    return (y * weight + bias).to(x.dtype)
+
+
+def raises(x, weight, bias, eps=1e-5):
+    raise ValueError("boom")
+
+
+def spins(x, weight, bias, eps=1e-5):
+    while True:
+        pass
+
+
+def sleeps(x, weight, bias, eps=1e-5):
+    time.sleep(30)
+
+
+ROBUSTNESS = {
+    "raised": raises,
+    "returned_none": lambda x, w, b, eps=1e-5: None,
+    "not_a_tensor": lambda x, w, b, eps=1e-5: good_ln(x, w, b, eps).tolist(),
+    "wrong_shape": lambda x, w, b, eps=1e-5: good_ln(x, w, b, eps)[..., :-1],
+    "wrong_dtype": lambda x, w, b, eps=1e-5: good_ln(x, w, b, eps).double(),
+    "nan": lambda x, w, b, eps=1e-5: good_ln(x, w, b, eps) * float("nan"),
+    "in_place": lambda x, w, b, eps=1e-5: good_ln(x.mul_(1.0).add_(1.0), w, b, eps),
+    "no_autograd": lambda x, w, b, eps=1e-5: good_ln(x, w, b, eps).detach(),
+}
+
+
+@pytest.mark.parametrize("mistake", ROBUSTNESS)
+def test_bad_code_gets_one_line_per_check_and_no_traceback(mistake):
+    result = ex.check_layer_norm(ROBUSTNESS[mistake])
+    text = str(result)
+    assert not result.passed and result.mistake == mistake, text
+    assert "Traceback" not in text and all("\n" not in m for m in result.messages)
+    assert len(text.splitlines()) == len(result.messages) + 2          # title, lines, diagnosis
+
+
+def test_an_exception_names_the_learners_line():
+    line = ex.check_layer_norm(raises).messages[0]
+    assert "raised ValueError: boom (line" in line and "raise ValueError" in line
+
+
+@pytest.mark.parametrize("fn", [spins, sleeps])
+def test_runaway_code_is_stopped_by_the_time_limit(fn):
+    start = time.monotonic()
+    result = ex.check_layer_norm(fn, time_limit=0.2)
+    assert time.monotonic() - start < 3.0
+    assert result.mistake == "time_limit" and len(result.messages) == 1
+    assert "time limit (0.2 s per call)" in result.messages[0]
+
+
+def test_the_time_limit_also_works_outside_the_main_thread():
+    box = {}
+    worker = threading.Thread(target=lambda: box.update(r=ex.check_layer_norm(spins, time_limit=0.2)))
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive() and box["r"].mistake == "time_limit"
+
+
+def test_checks_leave_signal_handler_profiler_and_rng_as_they_were():
+    handler, state = signal.getsignal(signal.SIGALRM), torch.get_rng_state()
+    ex.check_layer_norm(good_ln)
+    ex.check_layer_norm(spins, time_limit=0.1)
+    assert signal.getsignal(signal.SIGALRM) == handler and sys.getprofile() is None
+    assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_not_implemented_yet_and_not_callable():
+    def todo(x, weight, bias, eps=1e-5):
+        raise NotImplementedError
+    result = ex.check_layer_norm(todo)
+    assert not result.passed and not result.implemented and result.diagnosis is None
+    assert str(result).startswith("LayerNorm · not implemented yet")
+    assert ex.check_batch_norm(type("BatchNorm", (torch.nn.Module,), {
+        "__init__": lambda self, *a, **k: todo(None, None, None)})).implemented is False
+    assert ex.check_rms_norm(42).mistake == "not_callable"
+
+
+def test_learner_prints_are_hidden(capsys):
+    def chatty(x, weight, bias, eps=1e-5):
+        print("debugging", x.shape)
+        return good_ln(x, weight, bias, eps)
+    assert ex.check_layer_norm(chatty).passed
+    assert "debugging" not in capsys.readouterr().out
+
+
+def test_report_is_deterministic_and_shown_by_ipython():
+    a, b = ex.check_layer_norm(good_ln), ex.check_layer_norm(good_ln)
+    assert a.passed and bool(a) and str(a) == str(b) == repr(a)
+    assert str(a).splitlines()[0] == f"LayerNorm · all {len(a.messages)} checks passed ✓"
+    printed = []
+    a._repr_pretty_(type("P", (), {"text": lambda self, t: printed.append(t)})(), False)
+    assert printed == [str(a)]
+
+
+# --------------------------------------------------------------------------- generator
+SOLUTION = '''def f(x):
+    """Doc."""
+    ### BEGIN SOLUTION
+    return x + 1
+    ### END SOLUTION'''
+
+
+def test_strip_solutions_keeps_indentation_and_drops_hidden_tests():
+    assert generate.strip_solutions(SOLUTION) == (
+        'def f(x):\n    """Doc."""\n    # YOUR CODE HERE\n    raise NotImplementedError')
+    cell = "r = check(f)\n### BEGIN HIDDEN TESTS\nassert r.passed\n### END HIDDEN TESTS\nr"
+    assert generate.strip_solutions(cell) == "r = check(f)\nr"
+    with pytest.raises(ValueError, match="END SOLUTION"):
+        generate.strip_solutions("### BEGIN SOLUTION\nx = 1")
+
+
+def _write_solution(root, name="01_x.ipynb", head="def f():", body="return 1"):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Ex", metadata={"tags": ["solution-only"]}),
+                nbformat.v4.new_code_cell(f"{head}\n    ### BEGIN SOLUTION\n    {body}\n"
+                                          "    ### END SOLUTION")]
+    folder = root / "notebooks" / "exercises" / "solutions"
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, folder / name)
+
+
+def test_generator_reports_out_of_date_learner_notebooks(tmp_path):
+    _write_solution(tmp_path)
+    learner = tmp_path / "notebooks" / "exercises" / "01_x.ipynb"
+    assert generate.out_of_date(tmp_path) == ["notebooks/exercises/01_x.ipynb"]
+    assert generate.main(["--root", str(tmp_path), "--check"]) == 1
+    assert generate.generate(tmp_path) == [learner]
+    nb = nbformat.read(learner, as_version=4)
+    assert "raise NotImplementedError" in nb.cells[-1].source and "return 1" not in nb.cells[-1].source
+    assert all("solution-only" not in c.metadata.get("tags", []) for c in nb.cells)
+    nb.cells[-1].outputs = [nbformat.v4.new_output("stream", text="not implemented yet\n")]
+    nbformat.write(nb, learner)                       # outputs do not make it out of date
+    assert generate.out_of_date(tmp_path) == [] and generate.generate(tmp_path) == []
+    _write_solution(tmp_path, body="return 2")            # a new solution: learner unchanged
+    assert generate.out_of_date(tmp_path) == []
+    _write_solution(tmp_path, head="def f(x):")             # a new signature: out of date
+    assert generate.out_of_date(tmp_path) == ["notebooks/exercises/01_x.ipynb"]
+    (tmp_path / "notebooks" / "exercises" / "solutions" / "01_x.ipynb").unlink()
+    assert generate.out_of_date(tmp_path) == ["notebooks/exercises/01_x.ipynb"]   # orphan
+
+
+def test_the_committed_learner_notebooks_are_up_to_date():
+    assert generate.out_of_date(ROOT) == []
+
+
+# --------------------------------------------------------------------------- workspace
+def test_workspace_copy_never_overwrites_and_reports_skipped(tmp_path, capsys):
+    source, dest = tmp_path / "exercises", tmp_path / "workspace"
+    source.mkdir()
+    for name in ("01_a.ipynb", "02_b.ipynb"):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1", execution_count=3)])
+        nb.cells[0].outputs = [nbformat.v4.new_output("execute_result", {"text/plain": "2"},
+                                                      execution_count=3)]
+        nbformat.write(nb, source / name)
+    assert workspace.copy_exercises(source, dest) == (["01_a.ipynb", "02_b.ipynb"], [])
+    copied = nbformat.read(dest / "01_a.ipynb", as_version=4)
+    assert copied.cells[0].outputs == [] and copied.cells[0].execution_count is None
+    (dest / "01_a.ipynb").write_text("my work")
+    (source / "03_c.ipynb").write_bytes((source / "02_b.ipynb").read_bytes())
+    assert workspace.main(["--source", str(source), "--dest", str(dest)]) == 0
+    out = capsys.readouterr().out
+    assert "copied   03_c.ipynb" in out and "skipped  01_a.ipynb" in out and "skipped  02_b.ipynb" in out
+    assert (dest / "01_a.ipynb").read_text() == "my work"
+    with pytest.raises(FileNotFoundError, match="source"):
+        workspace.copy_exercises(tmp_path / "missing", dest)
+
+
+# --------------------------------------------------------------------------- catalogue, drill
+@pytest.mark.parametrize("key", list(ex.EXERCISES))
+def test_each_exercise_notebook_states_the_catalogues_task_and_followups(key):
+    e = ex.EXERCISES[key]
+    for path in (ROOT / "notebooks" / "exercises" / "solutions" / e.notebook,
+                 ROOT / "notebooks" / "exercises" / e.notebook):
+        nb = nbformat.read(path, as_version=4)
+        text = "\n".join(c.source for c in nb.cells)
+        assert e.task in text and e.task_zh in text and e.stub.splitlines()[0] in text
+        assert f"{e.checker.__name__}({e.name})" in text
+        for f in e.followups:
+            assert f.question in text and f.question_zh in text and f.answer in text
+
+
+def test_drill_picks_checks_and_asks(capsys):
+    assert drill.Drill(seed=3).exercise.key == drill.Drill(seed=3).exercise.key
+    with pytest.raises(ValueError, match="rms_norm"):
+        drill.Drill("rms")
+    d = drill.Drill("layer_norm")
+    with pytest.raises(RuntimeError, match="start"):
+        d.done(good_ln)
+    d.start()
+    result = d.done(good_ln)
+    out = capsys.readouterr().out
+    assert result.passed and "Time: " in out and "within the target" in out
+    assert "The interviewer asks next" in out and "面试官接着问" in out
+    d.start()
+    assert d.done() is None and "Nothing to check yet: define `layer_norm`" in capsys.readouterr().out
+    assert drill.format_duration(65) == "1 min 05 s" and drill.format_duration(9.6) == "10 s"
+    assert drill.menu().count("\n") == len(ex.EXERCISES) + 1
