@@ -18,7 +18,7 @@ __all__ = ["deepnorm_constants", "deepnorm_init_"]
 
 
 def deepnorm_constants(num_encoder_layers: int = 0, num_decoder_layers: int = 0) -> dict:
-    """alpha and beta from the DeepNet paper's table (Figure 2 / Section 3).
+    """alpha and beta from the DeepNet paper's table (Figure 2, in Section 2 "TL;DR for practitioners").
 
     | architecture                    | alpha                 | beta                   |
     | encoder-only, N layers          | (2N)^(1/4)            | (8N)^(-1/4)            |
