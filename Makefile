@@ -34,7 +34,7 @@ lab: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
 
 lint: setup
-	$(VENV)/bin/ruff check normlib tests notebooks
+	$(VENV)/bin/ruff check normlib tests notebooks slides
 
 pytest: setup
 	$(PY) -m pytest tests

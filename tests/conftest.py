@@ -1,7 +1,11 @@
+import os
 import random
 
 import pytest
 import torch
+
+# The browser test (tests/e2e) runs only under `make e2e`, which sets E2E=1.
+collect_ignore = [] if os.environ.get("E2E") == "1" else ["e2e"]
 
 # Tolerances for torch.testing.assert_close: float32 at its defaults, float64 to 1e-10.
 # Half types: assert_close's rtol, and an atol of one ulp at the tensor's largest magnitude

@@ -1,0 +1,275 @@
+"""Helpers for the browser test: paths, the offline request filter, a JupyterLab handle, and the
+page-side probes (kernel state, errors, widgets, and the latency of one control)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import pathlib
+import time
+import urllib.parse
+import urllib.request
+
+import nbformat
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+# E2E_NOTEBOOKS points the test at another folder (used to check that the test fails when it should).
+NOTEBOOKS = pathlib.Path(os.environ.get("E2E_NOTEBOOKS", ROOT / "notebooks")).resolve()
+BUILD = ROOT / "build"
+SCREENSHOTS = BUILD / "screenshots"
+SLIDES = BUILD / "slides"
+STATE = ROOT / ".jupyter"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+LATENCY_BUDGET_MS = 500
+# Per-notebook numbers for the summary at the end of the run (filled by the tests).
+RESULTS: dict[str, dict] = {}
+
+
+def notebook_paths() -> list[pathlib.Path]:
+    """Every lesson and exercise notebook, found by glob so new ones are picked up."""
+    return sorted(p for p in NOTEBOOKS.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
+def is_lesson(path: pathlib.Path) -> bool:
+    """Lessons sit directly in notebooks/ (exercises in subfolders such as notebooks/exercises/)."""
+    return path.parent == NOTEBOOKS
+
+
+def cells_allowed_to_fail(path: pathlib.Path) -> set[int]:
+    """Indices of the cells tagged ``raises-exception`` (nbval's and JupyterLab's tag)."""
+    nb = nbformat.read(path, as_version=4)
+    return {i for i, c in enumerate(nb.cells) if "raises-exception" in c.metadata.get("tags", [])}
+
+
+def declared_widgets(path: pathlib.Path) -> int:
+    """How many widget views the notebook displays: widget outputs in its committed cells."""
+    nb = nbformat.read(path, as_version=4)
+    return sum(WIDGET_VIEW in out.get("data", {})
+               for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs)
+
+
+def is_loopback(url: str) -> bool:
+    """True for local URLs (data:, blob:, file:) and for URLs whose host is the loopback."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme in {"data", "blob", "file", "about"}:
+        return True
+    host = (parts.hostname or "").strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def block_non_loopback(context) -> list[str]:
+    """Refuse every request to an address other than the loopback; returns the refused URLs."""
+    refused: list[str] = []
+
+    def handle(route):
+        url = route.request.url
+        if is_loopback(url):
+            route.continue_()
+        else:
+            refused.append(url)
+            route.abort("blockedbyclient")
+
+    context.route("**/*", handle)
+    return refused
+
+
+class Lab:
+    """A running JupyterLab: ``url(relpath)`` opens a notebook, ``api()`` calls its REST API."""
+
+    def __init__(self, port: int, token: str, proc, log: pathlib.Path):
+        self.base = f"http://127.0.0.1:{port}"
+        self.token, self.proc, self.log = token, proc, log
+
+    def url(self) -> str:
+        """JupyterLab in a workspace of its own, reset, logged in with the token."""
+        return f"{self.base}/lab/workspaces/e2e?reset&token={self.token}"
+
+    def api(self, method: str, path: str):
+        req = urllib.request.Request(f"{self.base}/api/{path}", method=method,
+                                     headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            body = resp.read()
+        return json.loads(body) if body else None
+
+    def shutdown_kernels(self) -> None:
+        """Delete every session, and so its kernel: each notebook's kernel ends after its check."""
+        for session in self.api("GET", "sessions"):
+            self.api("DELETE", f"sessions/{session['id']}")
+
+
+# ---------------------------------------------------------------- page-side probes (JupyterLab)
+
+APP_READY_JS = """() => !!window.jupyterapp && !!document.querySelector('.jp-LabShell')
+                       && !!document.querySelector('#jp-MainMenu')"""
+
+OPEN_JS = """async (path) => {
+  await window.jupyterapp.restored;
+  await window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'});
+}"""
+
+# Close every tab without saving (the test never writes a notebook).
+CLOSE_ALL_JS = """() => {
+  for (const w of Array.from(window.jupyterapp.shell.widgets('main'))) {
+    if (w.context && w.context.model) w.context.model.dirty = false;
+    w.dispose();
+  }
+}"""
+
+KERNEL_READY_JS = """() => {
+  const name = document.querySelector('.jp-NotebookPanel-toolbar .jp-Toolbar-kernelName');
+  const ind = document.querySelector('.jp-NotebookPanel-toolbar .jp-Notebook-ExecutionIndicator');
+  return !!name && !name.textContent.includes('No Kernel')
+      && !!ind && ind.getAttribute('data-status') === 'idle';
+}"""
+
+# Records whether any cell shows the running prompt [*] from now on (window.__e2eRan), so that a
+# notebook that finishes between two polls still counts as run, and one that never ran does not.
+WATCH_RUN_JS = """() => {
+  window.__e2eRan = false;
+  const notebook = document.querySelector('.jp-Notebook');
+  const check = () => {
+    if ([...notebook.querySelectorAll('.jp-InputArea-prompt')].some(p => p.textContent.includes('*'))) {
+      window.__e2eRan = true;
+      obs.disconnect();
+    }
+  };
+  const obs = new MutationObserver(check);
+  obs.observe(notebook, {subtree: true, childList: true, characterData: true});
+}"""
+
+IDLE_JS = """() => {
+  const ind = document.querySelector('.jp-NotebookPanel-toolbar .jp-Notebook-ExecutionIndicator');
+  const busy = [...document.querySelectorAll('.jp-Notebook .jp-InputArea-prompt')]
+                 .some(p => p.textContent.includes('*'));
+  return !!ind && ind.getAttribute('data-status') === 'idle' && !busy;
+}"""
+
+# Errors: [cell index, text] for each error output of a cell (from JupyterLab's notebook model:
+# on screen, a traceback and a warning are both rendered as stderr text) and for each traceback
+# inside an Output widget (an exception in a widget callback, shown in colour by IPython).
+PROBLEMS_JS = """() => {
+  const found = [];
+  const model = window.jupyterapp.shell.currentWidget.content.model;
+  for (let i = 0; i < model.cells.length; i++) {
+    const cell = model.cells.get(i);
+    if (cell.type !== 'code') continue;
+    for (let j = 0; j < cell.outputs.length; j++) {
+      const out = cell.outputs.get(j).toJSON();
+      if (out.output_type === 'error') found.push([i, `${out.ename}: ${out.evalue}`]);
+    }
+  }
+  const cells = [...document.querySelectorAll('.jp-Notebook .jp-Cell')];
+  for (const el of document.querySelectorAll(
+      '.jp-Notebook .widget-output [data-mime-type="application/vnd.jupyter.stderr"]')) {
+    if (el.querySelector('.ansi-red-fg') || /Traceback \\(most recent call last\\)/.test(el.innerText))
+      found.push([cells.indexOf(el.closest('.jp-Cell')), 'in an Output widget: ' + el.innerText.slice(0, 1500)]);
+  }
+  return found;
+}"""
+
+# Bring what matters into view for the screenshot: an error, else the control, else a widget.
+SCROLL_JS = """() => {
+  const el = document.querySelector('.jp-Notebook [data-mime-type="application/vnd.jupyter.stderr"] .ansi-red-fg')
+          || document.querySelector('[data-e2e-control]')
+          || document.querySelector('.jp-Notebook .jupyter-widgets');
+  if (el) el.scrollIntoView({block: 'center'});
+}"""
+
+# The widget views of the notebook's cells (not those nested in Output widgets). ipywidgets'
+# renderer shows "Loading widget..." until the view exists, "Error displaying widget..." when it
+# has no model, an error widget ("Click to show javascript error") when the view fails, and hides
+# itself when the kernel closes the widget (a finished progress bar).
+WIDGETS_JS = r"""() => {
+  const tops = [...document.querySelectorAll('.jp-Notebook .jp-Cell-outputArea .jp-OutputArea-output')]
+                 .filter(el => !el.parentElement.closest('.widget-output, .jupyter-widgets'));
+  return tops.filter(el => !el.hasAttribute('data-mime-type') || el.querySelector('.jupyter-widgets')
+                           || /Loading widget|Error displaying widget/.test(el.textContent))
+    .map(el => ({
+      state: el.classList.contains('lm-mod-hidden') ? 'hidden'
+           : /^\s*Loading widget/.test(el.textContent) ? 'loading'
+           : (el.querySelector('.jupyter-widgets-error-widget') || el.classList.contains('jupyter-widgets')
+              || !el.querySelector('.jupyter-widgets')) ? 'error' : 'rendered',
+      text: el.textContent.trim().slice(0, 200),
+    }));
+}"""
+
+# Output widgets that show the same image twice: a callback that returns its figure after
+# plt.show() inside interact(), which displays the return value again.
+DUPLICATE_IMAGES_JS = """() => [...document.querySelectorAll('.jp-Notebook .widget-output')]
+  .filter(o => { const srcs = [...o.querySelectorAll('img')].map(i => i.src);
+                 return new Set(srcs).size < srcs.length; })
+  .map(o => o.closest('.jp-Cell').querySelector('.jp-InputArea-editor').textContent.slice(0, 200))"""
+
+# The first control of the notebook that drives an ipywidgets Output: a slider handle first, then
+# a dropdown, toggle buttons, a checkbox. Marks it (data-e2e-control) and returns its kind.
+FIND_CONTROL_JS = """() => {
+  const kinds = [
+    ['slider', ".widget-slider .noUi-handle[role='slider']"],
+    ['dropdown', '.widget-dropdown select'],
+    ['toggle', '.widget-toggle-buttons button'],
+    ['checkbox', ".widget-checkbox input[type='checkbox']"],
+    ['radio', ".widget-radio-box input[type='radio']"],
+  ];
+  for (const [kind, sel] of kinds) {
+    for (const el of document.querySelectorAll('.jp-Notebook ' + sel)) {
+      const cell = el.closest('.jp-Cell');
+      if (cell && cell.querySelector('.widget-output')) {
+        document.querySelectorAll('[data-e2e-control]').forEach(e => e.removeAttribute('data-e2e-control'));
+        el.setAttribute('data-e2e-control', kind);
+        return kind;
+      }
+    }
+  }
+  return null;
+}"""
+
+# Arms a watcher on the Output widgets of the control's cell: resolves with the milliseconds from
+# the first key press / click / change on the page to the first DOM state whose outputs (images,
+# text) differ from the current ones. window.__e2eChange holds the promise.
+ARM_JS = """(timeoutMs) => {
+  const control = document.querySelector('[data-e2e-control]');
+  const cell = control.closest('.jp-Cell');
+  const signature = () => [...cell.querySelectorAll('.widget-output')].map(o =>
+      [...o.querySelectorAll('img')].map(i => i.src).join('|')
+      + '#' + o.innerText).join('||');
+  const before = signature();
+  let t0 = null;
+  const mark = () => { if (t0 === null) t0 = performance.now(); };
+  for (const ev of ['keydown', 'mousedown', 'change']) document.addEventListener(ev, mark, true);
+  window.__e2eChange = new Promise(resolve => {
+    const done = (value) => {
+      obs.disconnect();
+      for (const ev of ['keydown', 'mousedown', 'change']) document.removeEventListener(ev, mark, true);
+      resolve(value);
+    };
+    const obs = new MutationObserver(() => {
+      const now = signature();
+      const hasContent = [...cell.querySelectorAll('.widget-output')].some(o =>
+          o.querySelector('img, svg, canvas') || o.innerText.trim() !== '');
+      if (t0 !== null && now !== before && hasContent) done(performance.now() - t0);
+    });
+    obs.observe(cell, {subtree: true, childList: true, characterData: true, attributes: true,
+                       attributeFilter: ['src']});
+    setTimeout(() => done(null), timeoutMs);
+  });
+  return before.length;
+}"""
+
+
+def wait_until(page, js: str, timeout_s: float, what: str) -> None:
+    """Poll a page predicate until true; raise with ``what`` in the message after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(js):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not happen within {timeout_s:.0f} s")
+        page.wait_for_timeout(100)
