@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["tolerance", "close", "max_error", "grad_output", "randn", "label", "bind"]
+__all__ = ["tolerance", "close", "max_error", "grad_output", "randn", "label", "bind",
+           "BROADCAST_ERROR"]
+
+# torch's messages when shapes do not broadcast: the usual sign of a statistic without keepdim.
+BROADCAST_ERROR = r"must match the size of tensor|cannot be broadcast|not broadcastable"
 
 
 def tolerance(dtype: torch.dtype, scale: float = 1.0, factor: float = 1.0) -> tuple[float, float]:

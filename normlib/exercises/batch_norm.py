@@ -14,7 +14,7 @@ from torch import nn
 
 import normlib as nl
 
-from ._compare import close, randn
+from ._compare import BROADCAST_ERROR, close, randn
 from ._session import Fail, Session
 from ._statistics import BN_MISTAKES, RUNNING_RULES, bn_eval_mutants, bn_train_mutants
 from .result import CheckResult
@@ -24,7 +24,6 @@ __all__ = ["check_batch_norm", "BN_MISTAKES"]
 _FORBIDDEN = {name: "F.batch_norm (or nn.BatchNorm1d/2d)" for name in (
     "batch_norm", "native_batch_norm", "_native_batch_norm_legit", "_batch_norm_impl_index",
     "_native_batch_norm_legit_no_training", "instance_norm")}
-_BROADCAST = r"must match the size of tensor|cannot be broadcast|not broadcastable"
 
 
 def _affine(m):
@@ -40,7 +39,7 @@ def check_batch_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check the class ``cls(num_features, eps=1e-5, momentum=0.1)`` against nl.BatchNorm."""
     s = Session("BatchNorm", BN_MISTAKES, time_limit=time_limit, forbidden=_FORBIDDEN,
                 references={nl.batch_norm: "nl.batch_norm", nl.BatchNorm.forward: "nl.BatchNorm"},
-                error_hints=((_BROADCAST, "missing_keepdim"),))
+                error_hints=((BROADCAST_ERROR, "missing_keepdim"),))
     if not s.require_callable(cls, "your class"):
         return s.result()
 

@@ -12,13 +12,12 @@ import torch
 
 import normlib as nl
 
-from ._compare import bind, label, randn, tolerance
+from ._compare import BROADCAST_ERROR, bind, label, randn, tolerance
 from ._session import Session
 from .result import CheckResult
 
 __all__ = ["check_layer_norm", "LAYER_NORM_MISTAKES", "LAYER_NORM_MUTANTS"]
 
-_BROADCAST = r"must match the size of tensor|cannot be broadcast|not broadcastable"
 
 LAYER_NORM_MISTAKES = {
     "batch_axis": ("normalized over the batch (dim 0)", "you normalize over the batch dimension "
@@ -109,7 +108,7 @@ def check_layer_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(x, weight, bias, eps=1e-5)``, LayerNorm over the last dim, against nl.layer_norm."""
     s = Session("LayerNorm", LAYER_NORM_MISTAKES, time_limit=time_limit, forbidden=_LN_FORBIDDEN,
                 references={nl.layer_norm: "nl.layer_norm", nl.LayerNorm.forward: "nl.LayerNorm"},
-                error_hints=((_BROADCAST, "missing_keepdim"),))
+                error_hints=((BROADCAST_ERROR, "missing_keepdim"),))
     if not s.require_callable(fn):
         return s.result()
 

@@ -11,7 +11,7 @@ import torch
 
 import normlib as nl
 
-from ._compare import bind, label, randn, tolerance
+from ._compare import BROADCAST_ERROR, bind, label, randn, tolerance
 from ._session import Session
 from .result import CheckResult
 
@@ -80,14 +80,13 @@ RMS_NORM_MUTANTS = [
 ]
 
 _RMS_FORBIDDEN = {"rms_norm": "F.rms_norm (or nn.RMSNorm)", "_fused_rms_norm": "torch's fused RMSNorm"}
-_BROADCAST = r"must match the size of tensor|cannot be broadcast|not broadcastable"
 
 
 def check_rms_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(x, weight, eps=1e-6)``, RMSNorm over the last dim, against nl.rms_norm."""
     s = Session("RMSNorm", RMS_NORM_MISTAKES, time_limit=time_limit, forbidden=_RMS_FORBIDDEN,
                 references={nl.rms_norm: "nl.rms_norm", nl.RMSNorm.forward: "nl.RMSNorm"},
-                error_hints=((_BROADCAST, "missing_keepdim"),))
+                error_hints=((BROADCAST_ERROR, "missing_keepdim"),))
     if not s.require_callable(fn):
         return s.result()
 
