@@ -12,6 +12,7 @@ each sublayer is wrapped by one of four placements:
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 from ._checks import check_choice, check_int, check_number
@@ -52,7 +53,12 @@ class TransformerBlock(nn.Module):
         ffn: "relu" | "gelu" | "swish" | "glu" | "bilinear" | "reglu" | "geglu" | "swiglu".
         d_ff: FFN hidden width (default: see ``make_ffn``).
         rope: rotate q and k with RoPE; causal: mask future positions.
-        alpha: DeepNorm's residual weight, used only with placement="deepnorm".
+        alpha: DeepNorm's residual weight, used only with placement="deepnorm". Stored as a 0-dim
+            float64 buffer (not a Python float), so that Post-LN (alpha = 1) and DeepNorm blocks of
+            one shape have the same structure and can be stacked with
+            ``torch.func.stack_module_state`` and run under ``torch.vmap``; like any buffer it
+            follows ``.to(dtype)``. A float32 or float64 x times the buffer equals x times the
+            Python float bit for bit (the scalar is cast to x's compute dtype either way).
     Input and output: (B, T, C).
     """
 
@@ -72,7 +78,9 @@ class TransformerBlock(nn.Module):
         if alpha != 1.0 and placement != "deepnorm":
             raise ValueError(f"{fn}: alpha is DeepNorm's residual weight and needs "
                              f"placement='deepnorm', got alpha={alpha} with placement={placement!r}")
-        self.placement, self.alpha = placement, alpha
+        self.placement = placement
+        self.register_buffer("alpha", torch.tensor(float(alpha), dtype=torch.float64),
+                             persistent=False)                 # 0-dim; see Args
         self.attn = MultiHeadAttention(d_model, n_heads, rope=rope, causal=causal)
         self.ffn = make_ffn(ffn, d_model, d_ff)
         self.norm1, self.norm2 = make_norm(norm, d_model), make_norm(norm, d_model)
@@ -92,4 +100,4 @@ class TransformerBlock(nn.Module):
         return self._sublayer(x, self.ffn, self.norm2, self.norm2_out if sandwich else None)
 
     def extra_repr(self) -> str:
-        return f"placement={self.placement!r}, alpha={self.alpha:.4g}"
+        return f"placement={self.placement!r}, alpha={self.alpha.item():.4g}"

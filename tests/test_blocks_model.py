@@ -1,8 +1,11 @@
 """Transformer blocks in every placement, and the tiny language model."""
 
+import copy
+
 import pytest
 import torch
 from conftest import close
+from torch.func import functional_call, stack_module_state
 
 import normlib as nl
 
@@ -36,6 +39,40 @@ def test_block_equations(placement):
     block = nl.TransformerBlock(16, 2, placement=placement, alpha=alpha).double()
     x = torch.randn(2, 4, 16, dtype=torch.float64)
     close(block(x), _manual(block, x, placement, alpha))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_deepnorm_alpha_buffer_equals_the_python_float_bit_for_bit(dtype):
+    alpha = nl.deepnorm_constants(num_decoder_layers=7)["decoder"][0]     # 14^(1/4), not dyadic
+    block = nl.TransformerBlock(16, 2, placement="deepnorm", alpha=alpha).to(dtype)
+    assert block.alpha.shape == () and block.alpha.item() == alpha
+    assert "alpha" not in block.state_dict()                               # persistent=False
+    x = torch.randn(2, 4, 16, dtype=dtype)
+    assert torch.equal(block(x), _manual(block, x, "deepnorm", alpha))
+
+
+def test_post_and_deepnorm_lms_stack_and_run_under_vmap():
+    # alpha is a buffer, so Post-LN (alpha = 1) and DeepNorm models share one structure and
+    # torch.func can batch them: vmap over the stacked parameters equals each model's forward.
+    lms = [nl.TinyTransformerLM(20, 16, 2, 2, 8, placement=p, norm="rmsnorm").double()
+           for p in ("post", "deepnorm")]
+    lms.append(nl.TinyTransformerLM(20, 16, 2, 2, 8, placement="pre", norm="rmsnorm", rope=True,
+                                    ffn="swiglu").double())
+    idx = torch.randint(20, (3, 8))
+    for group in (lms[:2], lms[2:] * 2):
+        params, buffers = stack_module_state(group)
+        base = copy.deepcopy(group[0]).to("meta")
+
+        def loss(p, b, i, base=base):
+            return functional_call(base, (p, b), (i,)).logsumexp(-1).mean()
+
+        logits = torch.vmap(lambda p, b, i, base=base: functional_call(base, (p, b), (i,)),
+                            in_dims=(0, 0, None))(params, buffers, idx)
+        for i, lm in enumerate(group):
+            close(logits[i], lm(idx))
+        grads = torch.vmap(torch.func.grad(loss), in_dims=(0, 0, None))(params, buffers, idx)
+        assert all(torch.isfinite(g).all() for g in grads.values())
+    assert [b.alpha.item() for b in lms[0].blocks] == [1.0, 1.0]
 
 
 def test_post_block_output_is_normalized_pre_block_is_not():
