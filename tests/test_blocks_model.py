@@ -45,7 +45,7 @@ def test_block_equations(placement):
 def test_deepnorm_alpha_buffer_equals_the_python_float_bit_for_bit(dtype):
     alpha = nl.deepnorm_constants(num_decoder_layers=7)["decoder"][0]     # 14^(1/4), not dyadic
     block = nl.TransformerBlock(16, 2, placement="deepnorm", alpha=alpha).to(dtype)
-    assert block.alpha.shape == () and block.alpha.item() == alpha
+    assert block.alpha.shape == () and block.alpha.item() == torch.tensor(alpha, dtype=dtype).item()
     assert "alpha" not in block.state_dict()                               # persistent=False
     x = torch.randn(2, 4, 16, dtype=dtype)
     assert torch.equal(block(x), _manual(block, x, "deepnorm", alpha))
