@@ -1,0 +1,442 @@
+"""Wrong implementations the checkers' catalogues never saw, and the diagnosis each should get.
+
+Written the way learners write them, independently of the mutants in normlib/exercises (several
+are mistakes no catalogue lists). Each case names the diagnosis keys that describe its mistake
+correctly: a catalogue key, or the key of the property probe that isolates it. A result is
+  - named correctly: its ``mistake`` is one of those keys;
+  - cannot tell: the checker says so ("cannot_tell", or a generic "wrong values / gradients");
+  - named wrongly: any other key (a near neighbour in a catalogue misleads the learner).
+The target (issue 12): at least 85% named correctly and at most 2% named wrongly, per exercise and
+overall; ``python tests/test_exercises_unseen.py`` prints the table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from normlib import exercises as ex
+
+CANNOT_TELL = {"cannot_tell", "wrong_values", "wrong_grad", "nan", "running_wrong"}  # unspecific
+
+
+# --------------------------------------------------------------------------- LayerNorm
+def _xhat(x, eps=1e-5):
+    mu = x.mean(-1, keepdim=True)
+    return (x - mu) / torch.sqrt(((x - mu) ** 2).mean(-1, keepdim=True) + eps)
+
+
+def ln_bias_before_weight(x, weight, bias, eps=1e-5):
+    return (_xhat(x, eps) + bias) * weight
+
+
+def ln_mean_abs_deviation(x, weight, bias, eps=1e-5):
+    d = x - x.mean(-1, keepdim=True)
+    return d / (d.abs().mean(-1, keepdim=True) + eps) * weight + bias
+
+
+def ln_eps_1e12(x, weight, bias, eps=1e-5):
+    return _xhat(x, 1e-12) * weight + bias
+
+
+def ln_last_two_dims(x, weight, bias, eps=1e-5):
+    mu = x.mean(dim=(-2, -1), keepdim=True)
+    var = ((x - mu) ** 2).mean(dim=(-2, -1), keepdim=True)
+    return (x - mu) / torch.sqrt(var + eps) * weight + bias
+
+
+def ln_no_division(x, weight, bias, eps=1e-5):
+    return (x - x.mean(-1, keepdim=True)) * weight + bias
+
+
+def ln_no_bias(x, weight, bias, eps=1e-5):
+    return _xhat(x, eps) * weight
+
+
+def ln_torch_var(x, weight, bias, eps=1e-5):
+    mean = x.mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + eps) * weight + bias
+
+
+def ln_global_variance(x, weight, bias, eps=1e-5):
+    mean = x.mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(x.var(unbiased=False) + eps) * weight + bias
+
+
+LAYER_NORM = [
+    ("bias before weight", ln_bias_before_weight, {"affine_order"}),
+    ("mean absolute deviation", ln_mean_abs_deviation, {"not_std"}),
+    ("eps fixed at 1e-12", ln_eps_1e12, {"eps_ignored"}),
+    ("statistics over the last two dims", ln_last_two_dims, {"axis", "wrong_axis"}),
+    ("no division", ln_no_division, {"not_scaled"}),
+    ("bias unused", ln_no_bias, {"bias_unused"}),
+    ("torch.var default (unbiased)", ln_torch_var, {"unbiased_variance"}),
+    ("variance of the whole tensor", ln_global_variance, {"axis"}),
+]
+
+
+# --------------------------------------------------------------------------- RMSNorm
+def rms_minus_mean(x, weight, eps=1e-6):
+    h = x.float() - x.float().mean(dim=-1, keepdim=True)
+    return (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).type_as(x) * weight
+
+
+def rms_n_minus_1(x, weight, eps=1e-6):
+    h = x.float()
+    ms = h.pow(2).sum(-1, keepdim=True) / (x.shape[-1] - 1)
+    return (h / torch.sqrt(ms + eps)).type_as(x) * weight
+
+
+def rms_eps_1e8(x, weight, eps=1e-6):
+    h = x.float()
+    return (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-8)).type_as(x) * weight
+
+
+def rms_weight_added(x, weight, eps=1e-6):
+    h = x.float()
+    return (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).type_as(x) + weight
+
+
+def rms_forgot_cast_back(x, weight, eps=1e-6):
+    h = x.float()
+    return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * weight.float()
+
+
+def rms_last_two_dims(x, weight, eps=1e-6):
+    h = x.float()
+    return (h * torch.rsqrt(h.pow(2).mean((-2, -1), keepdim=True) + eps)).type_as(x) * weight
+
+
+def rms_norm_over_sqrt_d(x, weight, eps=1e-6):
+    h = x.float()
+    rms = h.norm(dim=-1, keepdim=True) / math.sqrt(x.shape[-1])
+    return (h / (rms + eps)).type_as(x) * weight
+
+
+RMS_NORM = [
+    ("centred first", rms_minus_mean, {"mean_subtracted"}),
+    ("sum / (d - 1)", rms_n_minus_1, {"not_rms"}),
+    ("eps fixed at 1e-8", rms_eps_1e8, {"eps_ignored"}),
+    ("weight added", rms_weight_added, {"weight_not_scaling"}),
+    ("float32 result", rms_forgot_cast_back, {"wrong_dtype"}),
+    ("over the last two dims", rms_last_two_dims, {"axis"}),
+    ("norm / sqrt(d) + eps", rms_norm_over_sqrt_d, {"eps_outside_sqrt"}),
+]
+
+
+# --------------------------------------------------------------------------- BatchNorm
+def batch_norm(*, eval_eps=True, running_var_stat="var", eval_mean="running", flat_4d=False,
+               normalize_with_running=False, affine=True, fixed_momentum=None):
+    """A learner's BatchNorm; each argument other than its default is one mistake."""
+
+    class BatchNorm(nn.Module):
+        def __init__(self, num_features, eps=1e-5, momentum=0.1):
+            super().__init__()
+            self.eps = eps
+            self.momentum = momentum if fixed_momentum is None else fixed_momentum
+            self.weight = nn.Parameter(torch.ones(num_features))
+            self.bias = nn.Parameter(torch.zeros(num_features))
+            self.register_buffer("running_mean", torch.zeros(num_features))
+            self.register_buffer("running_var", torch.ones(num_features))
+
+        def forward(self, x):
+            C = x.shape[1]
+            shape = (1, C) + (1,) * (x.dim() - 2)
+            if flat_4d:
+                flat = x.reshape(-1, C)                   # not per channel for 4-D input
+            else:
+                flat = x.transpose(0, 1).reshape(C, -1).T
+            if self.training:
+                mean, var = flat.mean(0), flat.var(0, unbiased=False)
+                n = flat.shape[0]
+                stat = {"var": var * n / (n - 1), "std": (var * n / (n - 1)).sqrt()}
+                with torch.no_grad():
+                    self.running_mean.mul_(1 - self.momentum).add_(self.momentum * mean)
+                    self.running_var.mul_(1 - self.momentum).add_(
+                        self.momentum * stat[running_var_stat])
+                if normalize_with_running:
+                    mean, var = self.running_mean, self.running_var
+            else:
+                mean = flat.mean(0) if eval_mean == "batch" else self.running_mean
+                var = self.running_var
+            eps = self.eps if (self.training or eval_eps) else 0.0
+            y = (x - mean.view(shape)) / torch.sqrt(var.view(shape) + eps)
+            if affine:
+                y = y * self.weight.view(shape) + self.bias.view(shape)
+            return y
+
+    return BatchNorm
+
+
+BATCH_NORM = [
+    ("eval without eps", batch_norm(eval_eps=False), {"eval_denominator"}),
+    ("running_var stores the std", batch_norm(running_var_stat="std"), {"running_var_stat"}),
+    ("eval with the batch mean", batch_norm(eval_mean="batch"),
+     {"eval_depends_on_batch", "batch_stats_in_eval"}),
+    ("4-D input reshaped to (-1, C)", batch_norm(flat_4d=True), {"wrong_dims_4d"}),
+    ("normalizes with the updated running stats", batch_norm(normalize_with_running=True),
+     {"running_stats_in_train"}),
+    ("weight and bias never applied", batch_norm(affine=False), {"affine_unused"}),
+    ("momentum fixed at 0.01", batch_norm(fixed_momentum=0.01), {"momentum_ignored"}),
+]
+
+
+# --------------------------------------------------------------------------- DeepNorm
+def deep_norm(*, alpha=lambda N: (2 * N) ** 0.25, beta=lambda N: (8 * N) ** -0.25, forward=None):
+    class DeepNorm(nn.Module):
+        def __init__(self, d_model, n_layers):
+            super().__init__()
+            self.alpha, self.beta = alpha(n_layers), beta(n_layers)
+            self.norm = nn.LayerNorm(d_model)
+
+        def forward(self, x, sublayer):
+            if forward is not None:
+                return forward(self, x, sublayer)
+            return self.norm(self.alpha * x + sublayer(x))
+
+    return DeepNorm
+
+
+DEEP_NORM = [
+    ("alpha scales the LayerNorm output",
+     deep_norm(forward=lambda m, x, f: m.alpha * m.norm(x + f(x))), {"output_not_normalized"}),
+    ("(2 * N) ** 1 / 4", deep_norm(alpha=lambda N: (2 * N) ** 1 / 4), {"alpha_growth"}),
+    ("beta scales the output",
+     deep_norm(forward=lambda m, x, f: m.norm(m.alpha * x + f(x)) * m.beta),
+     {"output_not_normalized", "beta_at_run_time"}),
+    ("sublayer of the normalized x",
+     deep_norm(forward=lambda m, x, f: m.norm(m.alpha * x + f(m.norm(x)))),
+     {"sublayer_input", "pre_norm"}),
+    ("beta in place of alpha",
+     deep_norm(forward=lambda m, x, f: m.norm(m.beta * x + f(x))),
+     {"residual_weight", "beta_at_run_time"}),
+    ("beta = (8 N) ** 0.25", deep_norm(beta=lambda N: (8 * N) ** 0.25), {"beta_growth"}),
+]
+
+
+# --------------------------------------------------------------------------- SwiGLU
+def swiglu(forward):
+    class SwiGLUFFN(nn.Module):
+        def __init__(self, dim, hidden_dim):
+            super().__init__()
+            self.w1 = nn.Linear(dim, hidden_dim, bias=False)
+            self.w2 = nn.Linear(hidden_dim, dim, bias=False)
+            self.w3 = nn.Linear(dim, hidden_dim, bias=False)
+
+        def forward(self, x):
+            return forward(self, x)
+
+    return SwiGLUFFN
+
+
+SWIGLU = [
+    ("tanh gate", swiglu(lambda m, x: m.w2(torch.tanh(m.w1(x)) * m.w3(x))), {"gate_activation"}),
+    ("both branches activated", swiglu(lambda m, x: m.w2(F.silu(m.w1(x)) * F.silu(m.w3(x)))),
+     {"up_activated"}),
+    ("sum instead of product", swiglu(lambda m, x: m.w2(F.silu(m.w1(x)) + m.w3(x))),
+     {"gate_not_product"}),
+    ("residual inside the FFN", swiglu(lambda m, x: x + m.w2(F.silu(m.w1(x)) * m.w3(x))),
+     {"residual_inside"}),
+    ("GELU-tanh gate", swiglu(lambda m, x: m.w2(F.gelu(m.w1(x), approximate="tanh") * m.w3(x))),
+     {"gate_activation", "gelu_gate"}),
+    ("SiLU on w3", swiglu(lambda m, x: m.w2(m.w1(x) * F.silu(m.w3(x)))), {"gate_up_swapped"}),
+]
+
+
+# --------------------------------------------------------------------------- RoPE
+def rope_halves(x, base=10000.0, *, exponent=lambda i, D: -2 * i / D, positions=None,
+                sign=1.0, sin_for_cos=False):
+    T, D = x.shape[-2], x.shape[-1]
+    i = torch.arange(D // 2, dtype=torch.float64)
+    theta = base ** exponent(i, D)
+    pos = torch.arange(T, dtype=torch.float64) if positions is None else positions(T)
+    ang = torch.outer(pos, theta)
+    ang = torch.cat((ang, ang), -1).to(torch.float32)
+    cos, sin = ang.cos(), ang.sin() * sign
+    if sin_for_cos:
+        cos = sin
+    h = x.float()
+    rot = torch.cat((-h[..., D // 2:], h[..., : D // 2]), -1)
+    return (h * cos + rot * sin).to(x.dtype)
+
+
+def rope_bthd(x, base=10000.0):
+    """Positions from dim 1, as if x were (B, T, H, D)."""
+    if x.dim() < 4:
+        return rope_halves(x, base)
+    return rope_halves(x.transpose(1, 2), base).transpose(1, 2)
+
+
+ROPE = [
+    ("theta = base^(-4i/D)", lambda x, base=10000.0: rope_halves(
+        x, base, exponent=lambda i, D: -4 * i / D), {"frequencies", "frequency_exponent"}),
+    ("x0 cos + x1 sin", lambda x, base=10000.0: rope_halves(x, base, sign=-1.0),
+     {"minus_theta"}),
+    ("positions counted from the end", lambda x, base=10000.0: rope_halves(
+        x, base, positions=lambda T: torch.arange(T - 1, -1, -1, dtype=torch.float64)),
+     {"positions"}),
+    ("positions from dim 1", rope_bthd, {"positions_wrong_dim"}),
+    ("sin in place of cos", lambda x, base=10000.0: rope_halves(x, base, sin_for_cos=True),
+     {"not_rotation", "sin_cos_swapped"}),
+    ("theta = base^(+2i/D)", lambda x, base=10000.0: rope_halves(
+        x, base, exponent=lambda i, D: 2 * i / D), {"frequencies"}),
+]
+
+
+# --------------------------------------------------------------------------- warmup + cosine
+def schedule(*, ramp=None, floor=None, denominator=None, shape=None, zero_warmup=None):
+    def fn(step, warmup_steps, total_steps, min_ratio=0.0):
+        if zero_warmup is not None and warmup_steps == 0:
+            return zero_warmup(step, total_steps, min_ratio)
+        if step < warmup_steps:
+            return ramp(step, warmup_steps, min_ratio) if ramp else step / warmup_steps
+        if step > total_steps and floor is not None:
+            return floor
+        den = denominator(warmup_steps, total_steps) if denominator else total_steps - warmup_steps
+        p = min(1.0, (step - warmup_steps) / max(1, den))
+        c = shape(p) if shape else 0.5 * (1 + math.cos(math.pi * p))
+        return min_ratio + (1 - min_ratio) * c
+    return fn
+
+
+def schedule_le(step, warmup_steps, total_steps, min_ratio=0.0):
+    if step <= warmup_steps:
+        return step / max(1, warmup_steps)
+    p = min(1.0, (step - warmup_steps) / (total_steps - warmup_steps))
+    return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * p))
+
+
+WARMUP = [
+    ("ramp (s + 1) / (W + 1)", schedule(ramp=lambda s, w, r: (s + 1) / (w + 1)),
+     {"warmup_ramp", "off_by_one"}),
+    ("ramp from min_ratio", schedule(ramp=lambda s, w, r: r + (1 - r) * s / w), {"warmup_ramp"}),
+    ("0 after total_steps", schedule(floor=0.0), {"floor", "no_floor"}),
+    ("progress over total_steps", schedule(denominator=lambda w, t: t), {"decay_end"}),
+    ("cos without 0.5 (1 + .)", schedule(shape=lambda p: math.cos(math.pi * p)),
+     {"decay_shape", "decay_end"}),
+    ("step <= warmup with max(1, W)", schedule_le, {"zero_warmup"}),
+]
+
+
+# --------------------------------------------------------------------------- GELU (tanh)
+C = math.sqrt(2 / math.pi)
+
+GELU = [
+    ("0.0044715", lambda x: 0.5 * x * (1 + torch.tanh(C * (x + 0.0044715 * x ** 3))),
+     {"cubic_coefficient"}),
+    ("cubic outside the bracket", lambda x: 0.5 * x * (1 + torch.tanh(C * x + 0.044715 * x ** 3)),
+     {"cubic_coefficient"}),
+    ("times x forgotten", lambda x: 0.5 * (1 + torch.tanh(C * (x + 0.044715 * x ** 3))),
+     {"not_times_x"}),
+    ("sigmoid in place of tanh",
+     lambda x: 0.5 * x * (1 + torch.sigmoid(C * (x + 0.044715 * x ** 3))),
+     {"negative_tail", "not_tanh"}),
+    ("sqrt(2) / pi", lambda x: 0.5 * x * (1 + torch.tanh(
+        math.sqrt(2) / math.pi * (x + 0.044715 * x ** 3))), {"sqrt_constant",
+                                                               "wrong_sqrt_constant"}),
+    ("missing 1 +", lambda x: 0.5 * x * torch.tanh(C * (x + 0.044715 * x ** 3)), {"missing_one"}),
+]
+
+
+# --------------------------------------------------------------------------- attention
+def attn(q, k, v, causal=True, *, scale=None, keep=None, fill=float("-inf"), after=None,
+         weights_t=False, normalize=torch.softmax):
+    T, D = q.shape[-2], q.shape[-1]
+    s = q @ k.transpose(-2, -1) * (1 / math.sqrt(D) if scale is None else scale(q))
+    if causal:
+        mask = torch.ones(T, T, dtype=torch.bool).tril() if keep is None else keep(T)
+        s = s.masked_fill(~mask, fill)
+    w = normalize(s, dim=-1)
+    if after is not None:
+        w = after(w, q)
+    if weights_t:
+        w = w.transpose(-2, -1)
+    return w @ v
+
+
+ATTENTION = [
+    ("scaled by sqrt(H)", lambda q, k, v, causal=True: attn(
+        q, k, v, causal, scale=lambda q: 1 / math.sqrt(q.size(1))), {"scale"}),
+    ("mask keeps the future", lambda q, k, v, causal=True: attn(
+        q, k, v, causal, keep=lambda T: torch.ones(T, T, dtype=torch.bool).triu(1)),
+     {"mask_direction", "mask_inverted"}),
+    ("weights transposed", lambda q, k, v, causal=True: attn(q, k, v, causal, weights_t=True),
+     {"weights_transposed"}),
+    ("masked by multiplying with 0", lambda q, k, v, causal=True: attn(
+        q, k, v, causal, fill=0.0), {"mask_with_zero"}),
+    ("scale after the softmax", lambda q, k, v, causal=True: attn(
+        q, k, v, causal, scale=lambda q: 1.0, after=lambda w, q: w / math.sqrt(q.shape[-1])),
+     {"rows_not_normalized"}),
+    ("log_softmax", lambda q, k, v, causal=True: attn(q, k, v, causal, normalize=torch.log_softmax),
+     {"rows_not_normalized", "not_softmax"}),
+]
+
+
+# --------------------------------------------------------------------------- the set
+CHECKERS = {
+    "layer_norm": (ex.check_layer_norm, LAYER_NORM),
+    "rms_norm": (ex.check_rms_norm, RMS_NORM),
+    "batch_norm": (ex.check_batch_norm, BATCH_NORM),
+    "deep_norm": (ex.check_deep_norm, DEEP_NORM),
+    "swiglu_ffn": (ex.check_swiglu_ffn, SWIGLU),
+    "rope": (ex.check_rope, ROPE),
+    "warmup_cosine": (ex.check_warmup_cosine, WARMUP),
+    "gelu_tanh": (ex.check_gelu_tanh, GELU),
+    "attention": (ex.check_attention, ATTENTION),
+}
+
+CASES = [(key, name, fn, accepted) for key, (_, cases) in CHECKERS.items()
+         for name, fn, accepted in cases]
+
+
+def verdict(key: str, name: str, fn, accepted: set) -> tuple[str, object]:
+    """('correct' | 'wrong' | 'cannot tell' | 'passed', the result)."""
+    result = CHECKERS[key][0](fn)
+    if result.passed:
+        return "passed", result
+    if result.mistake in accepted:
+        return "correct", result
+    if result.mistake in CANNOT_TELL:
+        return "cannot tell", result
+    return "wrong", result
+
+
+@pytest.mark.parametrize("key, name, fn, accepted", CASES, ids=[f"{c[0]}: {c[1]}" for c in CASES])
+def test_unseen_mistake_is_caught_and_never_misnamed(key, name, fn, accepted):
+    outcome, result = verdict(key, name, fn, accepted)
+    assert outcome != "passed", result
+    assert outcome != "wrong", result
+
+
+def table() -> dict[str, Counter]:
+    counts: dict[str, Counter] = {}
+    for key, name, fn, accepted in CASES:
+        counts.setdefault(key, Counter())[verdict(key, name, fn, accepted)[0]] += 1
+    return counts
+
+
+def test_rates_per_exercise_and_overall():
+    counts = table()
+    total = sum(counts.values(), Counter())
+    for key, c in [*counts.items(), ("overall", total)]:
+        n = sum(c.values())
+        assert c["correct"] >= 0.85 * n, (key, dict(c))
+        assert c["wrong"] <= 0.02 * n, (key, dict(c))
+
+
+if __name__ == "__main__":
+    counts = table()
+    total = sum(counts.values(), Counter())
+    print(f"{'exercise':15} cases correct wrong cannot-tell passed")
+    for key, c in [*counts.items(), ("overall", total)]:
+        print(f"{key:15} {sum(c.values()):5} {c['correct']:7} {c['wrong']:5} "
+              f"{c['cannot tell']:11} {c['passed']:6}")
+    for key, name, fn, accepted in CASES:
+        outcome, result = verdict(key, name, fn, accepted)
+        if outcome != "correct":
+            print(f"  {key}: {name}: {outcome} ({result.mistake}; expected {sorted(accepted)})")
