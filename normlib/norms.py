@@ -253,9 +253,14 @@ def rms_norm(
     y = x / sqrt(mean(x^2) + eps) * weight, the mean over the trailing ``normalized_shape`` dims.
     No mean is subtracted: RMSNorm re-scales but does not re-center (Zhang & Sennrich 2019).
 
-    Conventions: eps inside the sqrt (torch, LLaMA, HF; the paper's formula has no eps);
-    ``eps=None`` means ``torch.finfo(x.dtype).eps``; fp16/bf16 inputs are normalized in float32
-    and cast back to their dtype *before* the weight is applied (HF ``LlamaRMSNorm``, torch).
+    Conventions: eps inside the sqrt (torch, LLaMA, HF; the paper's formula has no eps).
+    ``eps=None`` means the machine epsilon of the *computation* dtype, as torch (PR #142848):
+    ``finfo(float32).eps`` for fp16, bf16 and fp32 inputs, ``finfo(float64).eps`` for fp64.
+    Weight order for fp16/bf16 inputs: normlib normalizes in float32, casts back to x's dtype,
+    *then* multiplies by the weight, as Meta's LLaMA and HF ``LlamaRMSNorm`` do. torch 2.13's
+    ``F.rms_norm`` / ``nn.RMSNorm`` (measured on CPU) multiply by the weight in float32 and cast
+    once at the end, the order of HF ``GemmaRMSNorm``. The two orders round differently (about a
+    quarter of bf16 elements differ by one ulp); for fp32 and fp64 inputs they are the same.
 
     Args:
         x: (..., *normalized_shape).
@@ -267,12 +272,13 @@ def rms_norm(
     """
     fn = "rms_norm"
     check_tensor(fn, "x", x)
+    dtype = compute_dtype(x)
     if eps is None:
-        eps = torch.finfo(x.dtype).eps
+        eps = torch.finfo(dtype).eps                # the computation dtype's, not x.dtype's
     check_number(fn, "eps", eps)
     dims = _normalized_dims(fn, x, normalized_shape)
     _check_affine(fn, "weight", weight, x, dims)
-    xf = x.to(compute_dtype(x))
+    xf = x.to(dtype)
     y = (xf * torch.rsqrt(xf.pow(2).mean(dim=dims, keepdim=True) + eps)).type_as(x)
     return y * weight if weight is not None else y
 

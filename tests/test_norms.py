@@ -3,7 +3,7 @@
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import DTYPES, close
+from conftest import DTYPES, HALF, close
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
@@ -128,10 +128,45 @@ def test_rms_norm_matches_torch(shape, normalized_shape, eps, dtype):
         close(a, e)
 
 
-def test_rms_norm_eps_none_is_finfo_eps_of_input_dtype():
-    x = torch.full((1, 4), 1e-4, dtype=torch.float64)    # mean(x^2) = 1e-8 is near eps(float32)
-    close(nl.rms_norm(x, 4), x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True)
-                                              + torch.finfo(torch.float64).eps))
+@pytest.mark.parametrize("dtype,eps_dtype", [(torch.float64, torch.float64),
+                                              (torch.float32, torch.float32)])
+def test_rms_norm_eps_none_is_finfo_eps_of_the_computation_dtype(dtype, eps_dtype):
+    x = torch.full((1, 4), 1e-4, dtype=dtype)    # mean(x^2) = 1e-8 is near eps(float32)
+    expected = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + torch.finfo(eps_dtype).eps)
+    close(nl.rms_norm(x, 4), expected)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_rms_norm_eps_none_on_small_half_rows_matches_torch(dtype):
+    # Rows with RMS near 1e-2: mean(x^2) ~ 1e-4 is below fp16's eps (9.8e-4) and bf16's (7.8e-3),
+    # so finfo(x.dtype).eps would shrink the output by up to 3x; torch (and normlib) add float32's.
+    x = (torch.randn(4, 64, dtype=torch.float64) * 1e-2).to(dtype)
+    xf = x.float()
+    expected = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True)
+                                 + torch.finfo(torch.float32).eps)).to(dtype)
+    assert torch.equal(F.rms_norm(x, (64,)), expected)               # torch's rule, measured
+    assert torch.equal(nl.rms_norm(x, 64), expected)
+    ref, mine = nn.RMSNorm(64).to(dtype), nl.RMSNorm(64).to(dtype)
+    with torch.no_grad():
+        ref.weight.uniform_(0.5, 1.5)
+    mine.load_state_dict(ref.state_dict())
+    close(mine(x), ref(x))                  # the weight order differs by an ulp (next test)
+    wrong = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + torch.finfo(dtype).eps)).to(dtype)
+    assert (wrong.float() - expected.float()).abs().max() > 0.5      # what the old rule gave
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_rms_norm_weight_order_llama_in_normlib_gemma_in_torch(dtype):
+    x = (torch.randn(64, 256, dtype=torch.float64) * 3).to(dtype)
+    w = (1 + 0.5 * torch.randn(256, dtype=torch.float64)).to(dtype)
+    xf = x.float()
+    normalized = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)
+    llama = normalized.to(dtype) * w                    # cast back, then weight (HF LlamaRMSNorm)
+    gemma = (normalized * w.float()).to(dtype)          # weight in float32, one cast at the end
+    assert torch.equal(nl.rms_norm(x, 256, w, 1e-6), llama)
+    assert torch.equal(F.rms_norm(x, (256,), w, 1e-6), gemma)       # torch 2.13 CPU, measured
+    assert (llama != gemma).float().mean() > 0.1                     # about a quarter differ
+    close(llama, gemma)
 
 
 def test_rms_norm_half_is_computed_in_float32():
