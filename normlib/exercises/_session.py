@@ -4,9 +4,17 @@ A checker builds a ``Session`` with its catalogue of mistakes ({key: (short labe
 then runs checks: ``session.run(label, check)``. Inside a check, ``session.call(fn, ...)`` calls the
 learner's code (time limit, forbidden built-ins, in-place changes, exceptions -> one line) and
 ``session.expect_close(got, want, mutants=...)`` compares; on a mismatch it tries each *mutant*, a
-deliberately wrong implementation of the same function, and when the learner's output matches
-one, that mistake is the diagnosis. Any failure becomes one ✗ line; the first mistake found that
-the exercise knows by name becomes the diagnosis.
+deliberately wrong implementation of the same function, that the learner's output matches.
+
+A catalogue match is only a candidate: it names the diagnosis only when the learner's code behaves
+like that mutant on *every* check where the mutant differs from the reference (otherwise it is
+refuted and its "looks like" hints are dropped). After a failure, ``session.probe(...)`` runs the
+exercise's property probes: inputs that isolate one property at a time (a row shifted by a
+constant, a row scaled, one token perturbed, weight = 2, bias = 1, ...). Each failing property
+gives a plain sentence: what fails and what it implies. The diagnosis is, in this order: a
+stopping problem (time limit, forbidden built-in), a confirmed catalogue mistake, a structural
+problem (None, shape, dtype, in-place, no autograd), the first failing property, an exception, and
+otherwise "I cannot tell exactly".
 """
 
 from __future__ import annotations
@@ -29,6 +37,14 @@ from ._harness import (
 from .result import FAIL, PASS, CheckResult
 
 __all__ = ["Session", "Fail", "GENERIC_MISTAKES"]
+
+
+# True, but they do not say what to change: a property or "cannot tell" is preferred to them.
+_UNSPECIFIC = {"wrong_values", "wrong_grad", "nan", "raised"}
+
+CANNOT_TELL = ("I cannot tell exactly which mistake this is: the values differ from the reference "
+               "(see the ✗ lines), but every property the checker probes holds. Compare your code "
+               "with the formula step by step on a small input.")
 
 
 class Fail(Exception):
@@ -61,6 +77,8 @@ class Session:
         self.lines: list[str] = []
         self.found: list[str] = []
         self.stop: _Stop | None = None
+        self.refuted: set[str] = set()          # catalogue keys the learner's code contradicts
+        self.properties: list[tuple[str, str]] = []     # (key, sentence) of failing properties
 
     # ------------------------------------------------------------------ running checks
     def run(self, label: str, check) -> bool:
@@ -96,16 +114,55 @@ class Session:
         self.found.append("not_callable")
         return False
 
+    @property
+    def failed(self) -> bool:
+        return any(line.startswith(FAIL) for line in self.lines)
+
+    def probe(self, *probes) -> None:
+        """After a failure, run property probes: each returns None (the property holds) or
+        (key, sentence). A probe that cannot run on the learner's code (an exception, a wrong
+        shape) is skipped: the ✗ lines already report that."""
+        if not self.failed or self.stop is not None:
+            return
+        for p in probes:
+            try:
+                with quiet():
+                    out = p()
+            except (Fail, _Stop, Exception):
+                continue
+            if out and out[0] not in (k for k, _ in self.properties):
+                self.properties.append(out)
+
     def result(self) -> CheckResult:
         if self.stop is not None and self.stop.mistake == "not_implemented":
             return CheckResult(self.name, False, ["not implemented yet"], implemented=False)
-        failed = any(line.startswith(FAIL) for line in self.lines)
-        key = None
+        failed = self.failed
+        confirmed = [k for k in self.found if k in self.specific and k not in self.refuted]
+        lines = [self._drop_refuted_hints(line) for line in self.lines]
+        key, diagnosis = None, None
         if failed:
-            named = [k for k in self.found if k in self.specific or k in ("shortcut", "time_limit")]
-            key = (named or self.found or ["wrong_values"])[0]
-        diagnosis = self.explain(key) if key else None
-        return CheckResult(self.name, not failed, list(self.lines), diagnosis, key)
+            structural = [k for k in self.found if k in GENERIC_MISTAKES and k not in _UNSPECIFIC]
+            stopping = [k for k in self.found if k in ("shortcut", "time_limit")]
+            if stopping or confirmed or structural:
+                key = (stopping or confirmed or structural)[0]
+                diagnosis = self.explain(key)
+                extra = [text for k, text in self.properties if k != key]
+                if extra and key in self.specific:
+                    diagnosis += " The probes also find: " + " ".join(extra[:2])
+            elif self.properties:
+                key = self.properties[0][0]
+                diagnosis = " ".join(text for _, text in self.properties[:3])
+            elif "raised" in self.found:
+                key, diagnosis = "raised", self.explain("raised")
+            else:
+                key, diagnosis = "cannot_tell", CANNOT_TELL
+        return CheckResult(self.name, not failed, lines, diagnosis, key)
+
+    def _drop_refuted_hints(self, line: str) -> str:
+        for key in self.refuted:
+            short = re.escape(self.short(key))
+            line = re.sub(rf" \(looks like: {short}(; [^)]*)?\)", "", line)
+        return line
 
     def explain(self, key: str) -> str:
         if key == "shortcut" and self.stop is not None:
@@ -156,21 +213,29 @@ class Session:
     # ------------------------------------------------------------------ comparing
     def match(self, got, want, mutants, tol) -> str | None:
         """The mutant closest to the learner's output among those it matches (and the reference
-        does not); the first in the list wins a tie."""
+        does not); the first in the list wins a tie. A catalogue key none of whose mutants is
+        consistent with the learner's output here (it differs from the reference, and from the
+        learner's output) is refuted for the whole session."""
         loose = (tol[0] * 3, tol[1] * 3)
         best, best_error = None, float("inf")
+        consistent, seen = set(), set()
         for key, make in mutants:
             try:
                 with quiet():
                     m = make()
             except Exception:            # a mutant may not apply to this input
                 continue
+            seen.add(key)
             if isinstance(m, torch.Tensor) and m.shape != torch.as_tensor(got).shape:
                 continue
-            if not close(m, want, tol) and close(got, m, loose):
+            if close(m, want, tol):
+                consistent.add(key)      # this input cannot tell the mutant from the reference
+            elif close(got, m, loose):
+                consistent.add(key)
                 error = max_error(got, m)
                 if error < best_error:
                     best, best_error = key, error
+        self.refuted |= seen - consistent
         return best
 
     def expect_tensor(self, got, want: torch.Tensor, mutants=(), tol=None, what="output") -> None:
@@ -194,6 +259,7 @@ class Session:
             scale = float(want.detach().abs().nan_to_num(0, 0, 0).max()) if want.numel() else 1.0
             tol = tol or tolerance(want.dtype, scale)
         if close(got, want, tol):
+            self.match(got, want, mutants, tol)      # refutes the mutants this input shows
             return
         key = self.match(got, want, mutants, tol)
         bad_nan = bool((~torch.as_tensor(got).isfinite() & torch.as_tensor(want).isfinite()).any())

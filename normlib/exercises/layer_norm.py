@@ -13,6 +13,7 @@ import torch
 import normlib as nl
 
 from ._compare import BROADCAST_ERROR, bind, label, randn, tolerance
+from ._probes import norm_probes, output
 from ._session import Session
 from .result import CheckResult
 
@@ -52,6 +53,15 @@ LAYER_NORM_MISTAKES = {
                             "must shift: y = x_hat * weight + bias."),
     "no_affine": ("weight and bias unused", "you return the normalized x without applying weight "
                   "and bias: y = x_hat * weight + bias."),
+    "not_centred": ("mean not subtracted", "LayerNorm subtracts each row's mean."),
+    "not_scaled": ("not divided by the std", "LayerNorm divides by sqrt(var + eps)."),
+    "not_std": ("divided by something other than the std", "LayerNorm divides by sqrt(var + eps)."),
+    "bias_unused": ("bias unused", "add the bias last: y = x_hat * weight + bias."),
+    "weight_unused": ("weight unused", "multiply by the weight: y = x_hat * weight + bias."),
+    "affine_order": ("bias added before the weight", "y = x_hat * weight + bias, not "
+                     "(x_hat + bias) * weight."),
+    "affine": ("weight and bias misapplied", "y = x_hat * weight + bias."),
+    "axis": ("statistics over more than the last dim", "LayerNorm's statistics are per row."),
     "detached_statistics": ("statistics detached", "the mean or variance is detached from "
                             "autograd (.detach(), .item() or .data): the backward pass must flow "
                             "through them too."),
@@ -154,4 +164,6 @@ def check_layer_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
         lambda x, w, b: fn(x, w, b, eps=1e-5), lambda x, w, b: nl.layer_norm(x, 6, w, b, 1e-5),
         {"x": x, "weight": w, "bias": b},
         mutants=[(k, (lambda *a, f=f: f(*a, 1e-5))) for k, f in LAYER_NORM_MUTANTS]))
+    s.probe(*norm_probes(s, lambda x, w, b, eps: output(s, fn, x, w, b, eps=eps, like=x),
+                         centred=True))
     return s.result()

@@ -12,6 +12,7 @@ import torch
 import normlib as nl
 
 from ._compare import BROADCAST_ERROR, bind, label, randn, tolerance
+from ._probes import norm_probes, output
 from ._session import Session
 from .result import CheckResult
 
@@ -44,6 +45,11 @@ RMS_NORM_MISTAKES = {
     "gemma_one_plus": ("(1 + weight) as in Gemma", "you scale by (1 + weight), Gemma's variant; "
                        "this exercise (LLaMA, torch) scales by weight itself."),
     "no_weight": ("weight unused", "you return the normalized x without multiplying by weight."),
+    "not_scaled": ("not divided by the RMS", "RMSNorm divides by sqrt(mean(x^2) + eps)."),
+    "not_rms": ("divided by something other than the RMS", "RMSNorm divides by "
+                "sqrt(mean(x^2) + eps), the mean over the d features."),
+    "weight_not_scaling": ("weight not a scale", "multiply by the weight: x_hat * weight."),
+    "axis": ("RMS over more than the last dim", "RMSNorm takes one RMS per row."),
     "detached_statistics": ("RMS detached", "the RMS is detached from autograd (.detach(), .item() "
                             "or .data): the backward pass must flow through it too."),
 }
@@ -128,4 +134,6 @@ def check_rms_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
         lambda x, w: fn(x, w, eps=1e-6), lambda x, w: nl.rms_norm(x, 6, w, 1e-6),
         {"x": x, "weight": w},
         mutants=[(k, (lambda *a, f=f: f(*a, 1e-6))) for k, f in RMS_NORM_MUTANTS]))
+    s.probe(*norm_probes(s, lambda x, w, b, eps: output(s, fn, x, w, eps=eps, like=x),
+                         centred=False))
     return s.result()
