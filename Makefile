@@ -42,7 +42,7 @@ pytest: setup
 nbval: setup
 	$(PY) -m pytest $(NBVAL) notebooks
 
-test: check-exercises lint pytest nbval
+test: check-exercises check-translations lint pytest nbval
 
 # Re-run notebooks top to bottom in a fresh kernel and save them with their outputs (what nbval
 # compares). All of them, or some: make execute NB="notebooks/03_*.ipynb"
@@ -68,6 +68,17 @@ generate-exercises: setup
 
 check-exercises: setup
 	$(PY) -m normlib.exercises.generate --check
+
+# The Chinese edition (README.zh-CN.md): notebooks/zh/ is generated from the English notebooks and
+# the translation files in notebooks/zh/_translations/. `translations` regenerates it (after the
+# English notebooks are re-executed, say); `check-translations` (part of `make test`) fails when an
+# English markdown cell has no translation or changed since it was translated, naming notebook and cell.
+.PHONY: translations check-translations
+translations: setup
+	$(PY) -m normlib.translations --write
+
+check-translations: setup
+	$(PY) -m normlib.translations --check
 
 # Browser test (README, "Browser test"): every notebook in JupyterLab, driven in Debian's Chromium
 # (`chromium` on PATH; skipped without it, a failure when CI=true), and every slide deck offline.

@@ -1,0 +1,451 @@
+"""The Chinese edition (notebooks/zh/): generated from the English notebooks and translation files.
+
+    python -m normlib.translations --write           # regenerate every Chinese notebook
+    python -m normlib.translations --check           # fail when anything is out of step
+    python -m normlib.translations --stale [NB ...]  # what needs (re)translation, with the English
+
+English notebook ``notebooks/NAME.ipynb`` -> ``notebooks/zh/NAME.ipynb`` (practice notebooks:
+``notebooks/exercises/NAME.ipynb`` -> ``notebooks/zh/exercises/NAME.ipynb``), made from the English
+notebook and ``notebooks/zh/_translations/[exercises/]NAME.md``. That file holds one block per English
+markdown cell, in notebook order, each opened by a marker line::
+
+    <!-- cell 416cfdc2 sha 3f5a9c0d12ab -->
+    ## 1 · 前置归一化与后置归一化（Pre-Norm / Post-Norm）
+
+``cell`` is the English cell's id, ``sha`` the first 12 hex digits of sha256(English source, UTF-8).
+The block's text, stripped of leading and trailing blank lines, replaces the cell's source. Code
+cells, outputs, execution counts, metadata and attachments are the English notebook's, unchanged.
+Links are rewritten for the Chinese notebook's folder: a link to a notebook that has a Chinese
+edition goes to it (its ``#heading`` anchor translated, since JupyterLab's anchors are the heading
+text), anything else goes to the English file, one level up.
+
+``--check`` fails, naming notebook and cell, when an English markdown cell has no block, when a
+block's sha no longer matches the English source (the English changed: the translation is stale),
+when a block names a cell that no longer exists or comes out of order, when a translated cell has a
+different number of headings than the English one (anchors are paired by position), when a link
+points to a heading that does not exist, when a translation uses a variant the glossary
+(``_translations/glossary.md``) says to avoid, and when a generated notebook on disk differs from
+what ``--write`` would write. An English notebook without a translation file fails too, unless it is
+listed in ``_translations/PENDING`` (one notebook path per line); the pending list is printed on
+every run, to be emptied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import hashlib
+import os
+import pathlib
+import posixpath
+import re
+import sys
+
+import nbformat
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+ZH = NOTEBOOKS / "zh"
+TRANSLATIONS = ZH / "_translations"
+PENDING = TRANSLATIONS / "PENDING"
+GLOSSARY = TRANSLATIONS / "glossary.md"
+
+MARKER = re.compile(r"^<!-- cell (\S+) sha ([0-9a-f]{12}) -->[ \t]*$")
+ALMOST_MARKER = re.compile(r"^\s*<!--\s*cell\s+\S+\s+sha\b")
+HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+FENCE = re.compile(r"^ {0,3}(```|~~~)")
+# [text](target) and ![alt](target): targets may hold one level of balanced parentheses, as the
+# lessons' anchors do ("#2-·-Gradients-at-initialization-(Xiong-et-al.-2020,-Figure-3)").
+MD_LINK = re.compile(r"(\]\()((?:[^()\s]|\([^()\s]*\))+)(\))")
+HTML_LINK = re.compile(r"""(\b(?:href|src)=")([^"]+)(")""")
+SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def sha12(source: str) -> str:
+    """The first 12 hex digits of sha256 of a cell's source (UTF-8): what a block's marker holds."""
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:12]
+
+
+def rel(path: pathlib.Path) -> str:
+    """``path`` relative to the repository, with forward slashes (how every message names files)."""
+    try:
+        return path.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+# ------------------------------------------------------------------------------------- paths
+
+def english_notebooks(notebooks: pathlib.Path = NOTEBOOKS) -> list[pathlib.Path]:
+    """Every lesson (notebooks/*.ipynb) and practice notebook (notebooks/exercises/*.ipynb)."""
+    return sorted(notebooks.glob("*.ipynb")) + sorted((notebooks / "exercises").glob("*.ipynb"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Where the English notebooks, the translation files and the Chinese notebooks are."""
+
+    notebooks: pathlib.Path = NOTEBOOKS
+
+    @property
+    def zh(self) -> pathlib.Path:
+        return self.notebooks / "zh"
+
+    @property
+    def translations(self) -> pathlib.Path:
+        return self.zh / "_translations"
+
+    def inner(self, english: pathlib.Path) -> pathlib.Path:
+        """``03_x.ipynb`` or ``exercises/01_y.ipynb``: the path both editions share."""
+        return english.resolve().relative_to(self.notebooks.resolve())
+
+    def translation(self, english: pathlib.Path) -> pathlib.Path:
+        return self.translations / self.inner(english).with_suffix(".md")
+
+    def chinese(self, english: pathlib.Path) -> pathlib.Path:
+        return self.zh / self.inner(english)
+
+    def pending(self) -> list[str]:
+        """The notebook paths listed in _translations/PENDING (blank lines and # comments skipped)."""
+        path = self.translations / "PENDING"
+        if not path.exists():
+            return []
+        lines = (line.split("#", 1)[0].strip() for line in path.read_text("utf-8").splitlines())
+        return [line for line in lines if line]
+
+
+# ---------------------------------------------------------------------------- translation files
+
+@dataclasses.dataclass
+class Block:
+    cell: str        # the English cell's id
+    sha: str         # sha12 of the English source it translates
+    text: str        # the Chinese markdown
+    line: int        # line of the marker in the translation file (1-based)
+
+
+def parse(text: str, name: str) -> list[Block]:
+    """The blocks of a translation file; ValueError naming the file and line for stray text."""
+    blocks: list[Block] = []
+    lines: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = MARKER.match(line)
+        if not match and ALMOST_MARKER.match(line):
+            raise ValueError(f"{name}:{number}: malformed marker {line!r}, expected "
+                             "'<!-- cell ID sha 12-hex-digits -->'")
+        if match:
+            if blocks:
+                blocks[-1].text = "\n".join(lines).strip("\n")
+            blocks.append(Block(match[1], match[2], "", number))
+            lines = []
+        elif blocks:
+            lines.append(line)
+        elif line.strip():
+            raise ValueError(f"{name}:{number}: text before the first "
+                             f"'<!-- cell ID sha SHA -->' marker: {line[:60]!r}")
+    if blocks:
+        blocks[-1].text = "\n".join(lines).strip("\n")
+    return blocks
+
+
+def skeleton(english_nb) -> str:
+    """A translation file holding the English text of every markdown cell, ready to translate."""
+    return "".join(f"<!-- cell {c.id} sha {sha12(c.source)} -->\n{c.source}\n\n"
+                   for c in english_nb.cells if c.cell_type == "markdown")
+
+
+# ------------------------------------------------------------------------------------ glossary
+
+@dataclasses.dataclass
+class Term:
+    english: str
+    chinese: str
+    avoid: list[str]
+
+
+def parse_glossary(text: str) -> list[Term]:
+    """Rows ``| English | 中文 | variants to avoid |`` (variants split on 、 , ; or /)."""
+    terms = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.lstrip().startswith("|") or len(cells) < 3:
+            continue
+        if set(cells[0]) <= set("-: ") or cells[0].lower() == "english":
+            continue                                       # the header and its rule
+        avoid = [v.strip() for v in re.split(r"[、,，;；/]", cells[2]) if v.strip() not in ("", "-")]
+        terms.append(Term(cells[0], cells[1], avoid))
+    return terms
+
+
+def avoided_variants(text: str, terms: list[Term]) -> list[tuple[str, Term]]:
+    """(variant, term) for each avoided variant in ``text``. Preferred terms are masked first, so
+    an avoided variant inside another term's preferred form (e.g. 归一化层 inside 层归一化层) is fine."""
+    masked = text
+    for term in sorted(terms, key=lambda t: -len(t.chinese)):
+        if term.chinese:
+            masked = masked.replace(term.chinese, "\0")
+    return [(v, t) for t in terms for v in t.avoid if v in masked]
+
+
+# ------------------------------------------------------------------------------ headings, links
+
+def headings(markdown: str) -> list[str]:
+    """The ATX headings of a markdown cell (outside code fences), as written."""
+    found, fenced = [], False
+    for line in markdown.splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and (m := HEADING.match(line)):
+            found.append(m[1])
+    return found
+
+
+def anchor(heading: str) -> str:
+    """JupyterLab's anchor for a heading: its rendered text with spaces turned into '-'."""
+    text = re.sub(r"!?\[([^\]]*)\]\((?:[^()\s]|\([^()\s]*\))*\)", r"\1", heading)   # links -> text
+    text = re.sub(r"`([^`]*)`", r"\1", text)                                         # code spans
+    text = re.sub(r"(\*\*|__|\*)(.+?)\1", r"\2", text)                               # emphasis
+    text = re.sub(r"<[^>]+>", "", text)                                              # inline html
+    return text.strip().replace(" ", "-")
+
+
+def _split_target(target: str) -> tuple[str, str]:
+    path, hash_, frag = target.partition("#")
+    return path, hash_ + frag
+
+
+class Edition:
+    """The translation state of a set of notebooks: what --write writes and --check checks."""
+
+    def __init__(self, layout: Layout = Layout()):
+        self.layout = layout
+        glossary = layout.translations / "glossary.md"
+        self.terms = parse_glossary(glossary.read_text("utf-8")) if glossary.exists() else []
+        self.english = english_notebooks(layout.notebooks)
+        self.nbs = {p: nbformat.read(p, as_version=4) for p in self.english}
+        self.blocks: dict[pathlib.Path, list[Block]] = {}
+        self.problems: list[str] = []
+        for p in self.english:
+            path = layout.translation(p)
+            if path.exists():
+                try:
+                    self.blocks[p] = parse(path.read_text("utf-8"), rel(path))
+                except ValueError as err:
+                    self.problems.append(str(err))
+        self.anchors = {p: self._anchor_map(p) for p in self.blocks}
+
+    # -- pairing English cells with blocks
+
+    def pairs(self, english: pathlib.Path):
+        """(cell index, English cell, its block or None) for every English markdown cell."""
+        by_id = {b.cell: b for b in self.blocks.get(english, [])}
+        return [(i, c, by_id.get(c.id)) for i, c in enumerate(self.nbs[english].cells)
+                if c.cell_type == "markdown"]
+
+    def _anchor_map(self, english: pathlib.Path) -> dict[str, str]:
+        """English anchor -> Chinese anchor, pairing the headings of each cell by position."""
+        mapping = {}
+        for _, cell, block in self.pairs(english):
+            if block is not None:
+                en, zh = headings(cell.source), headings(block.text)
+                if len(en) == len(zh):
+                    mapping.update({anchor(a): anchor(b) for a, b in zip(en, zh, strict=True)})
+        return mapping
+
+    # -- links
+
+    def _rewrite(self, target: str, english: pathlib.Path, where: str, bad: list[str]) -> str:
+        """A link target written as in the English notebook, for the Chinese notebook's folder."""
+        if SCHEME.match(target) or target.startswith("/"):
+            return target
+        path, frag = _split_target(target)
+        dest = english if not path else pathlib.Path(
+            os.path.normpath(english.parent / path.replace("/", os.sep)))
+        translated = dest in self.blocks
+        if translated:
+            new_path = posixpath.relpath(self.layout.chinese(dest).as_posix(),
+                                         self.layout.chinese(english).parent.as_posix())
+        else:
+            new_path = posixpath.relpath(dest.as_posix(), self.layout.chinese(english).parent.as_posix())
+        if frag and dest in self.nbs:
+            key = frag[1:]
+            english_anchors = {anchor(h) for c in self.nbs[dest].cells if c.cell_type == "markdown"
+                               for h in headings(c.source)}
+            if translated and key in self.anchors[dest]:
+                frag = "#" + self.anchors[dest][key]
+            elif translated and key in self.anchors[dest].values() and key not in english_anchors:
+                pass                                        # already the Chinese heading's anchor
+            elif key not in english_anchors:
+                bad.append(f"{where}: link {target!r}: {rel(dest)} has no heading with that anchor")
+        if not path:
+            return frag
+        return new_path + frag
+
+    def localize(self, text: str, english: pathlib.Path, where: str, bad: list[str]) -> str:
+        def sub(m):
+            return m[1] + self._rewrite(m[2], english, where, bad) + m[3]
+        return HTML_LINK.sub(sub, MD_LINK.sub(sub, text))
+
+    # -- generation and checks
+
+    def generate(self, english: pathlib.Path, bad: list[str] | None = None):
+        """The Chinese notebook: the English one with each translated markdown cell replaced."""
+        bad = [] if bad is None else bad
+        nb = copy.deepcopy(self.nbs[english])
+        for index, cell, block in self.pairs(english):
+            if block is not None:
+                where = f"{rel(english)} cell {cell.id} (cell {index})"
+                nb.cells[index].source = self.localize(block.text, english, where, bad)
+        return nb
+
+    def check_notebook(self, english: pathlib.Path) -> list[str]:
+        name, out = rel(english), []
+        blocks = self.blocks[english]
+        ids = [c.id for c in self.nbs[english].cells if c.cell_type == "markdown"]
+        seen: set[str] = set()
+        for block in blocks:
+            where = f"{rel(self.layout.translation(english))}:{block.line}"
+            if block.cell in seen:
+                out.append(f"{where}: a second block for cell {block.cell}")
+            elif block.cell not in ids:
+                out.append(f"{where}: block for cell {block.cell}, which {name} no longer has "
+                           "(or it is not a markdown cell): delete or re-key the block")
+            seen.add(block.cell)
+        order = [b.cell for b in blocks if b.cell in ids]
+        if order != [i for i in ids if i in order]:
+            out.append(f"{rel(self.layout.translation(english))}: blocks are not in the notebook's "
+                       "cell order")
+        for index, cell, block in self.pairs(english):
+            where = f"{name} cell {cell.id} (cell {index})"
+            if block is None:
+                out.append(f"{where}: no translation (an English markdown cell without a block): "
+                           f"{cell.source[:70]!r}")
+                continue
+            if block.sha != sha12(cell.source):
+                out.append(f"{where}: stale translation: the English changed since it was "
+                           f"translated (sha {block.sha} in the block, {sha12(cell.source)} now); "
+                           "`python -m normlib.translations --stale` shows the English")
+            if not block.text.strip():
+                out.append(f"{where}: empty translation")
+            en, zh = headings(cell.source), headings(block.text)
+            if len(en) != len(zh):
+                out.append(f"{where}: {len(en)} heading(s) in English, {len(zh)} in the translation "
+                           "(links to headings are paired by position: keep the same headings)")
+            for variant, term in avoided_variants(block.text, self.terms):
+                out.append(f"{where}: uses {variant!r}; the glossary says {term.chinese!r} "
+                           f"({term.english})")
+        bad: list[str] = []
+        generated = nbformat.writes(self.generate(english, bad))
+        out += bad
+        target = self.layout.chinese(english)
+        if not target.exists():
+            out.append(f"{rel(target)}: missing: run `make translations`")
+        elif target.read_text("utf-8") != generated:
+            out.append(f"{rel(target)}: out of date with {name} and its translation: "
+                       "run `make translations`")
+        return out
+
+    def check(self) -> list[str]:
+        out = list(self.problems)
+        pending = self.layout.pending()
+        inner = {self.layout.inner(p).as_posix(): p for p in self.english}
+        listed = set()
+        for entry in pending:
+            key = entry.removeprefix("notebooks/")
+            if key not in inner:
+                out.append(f"PENDING lists {entry}, which is not a lesson or practice notebook")
+            elif inner[key] in self.blocks:
+                out.append(f"PENDING lists {entry}, which has a translation file: remove the line")
+            listed.add(key)
+        for english in self.english:
+            if english in self.blocks:
+                out += self.check_notebook(english)
+            elif self.layout.inner(english).as_posix() not in listed:
+                out.append(f"{rel(english)}: no translation file "
+                           f"({rel(self.layout.translation(english))}); translate it, or list it in "
+                           f"{rel(self.layout.translations / 'PENDING')}")
+        expected = {self.layout.chinese(p).resolve() for p in self.blocks}
+        for path in sorted(self.layout.zh.rglob("*.ipynb")):
+            if ".ipynb_checkpoints" not in path.parts and path.resolve() not in expected:
+                out.append(f"{rel(path)}: a Chinese notebook without a translation file: delete it "
+                           "(`make translations` writes only translated notebooks)")
+        return out
+
+    def write(self) -> list[pathlib.Path]:
+        written = []
+        for english in self.blocks:
+            target = self.layout.chinese(english)
+            text = nbformat.writes(self.generate(english))
+            if not target.exists() or target.read_text("utf-8") != text:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, "utf-8")
+                written.append(target)
+        return written
+
+    def stale(self, only: list[pathlib.Path] | None = None) -> str:
+        """What needs (re)translation, as blocks to paste into the translation files."""
+        parts = []
+        for english in self.english:
+            if only and english.resolve() not in only:
+                continue
+            if english not in self.blocks:
+                if only:
+                    parts.append(f"==> {rel(self.layout.translation(english))} (new file)\n"
+                                 + skeleton(self.nbs[english]))
+                continue
+            todo = []
+            for index, cell, block in self.pairs(english):
+                if block is None or block.sha != sha12(cell.source):
+                    state = "no translation" if block is None else f"stale (was sha {block.sha})"
+                    todo.append(f"<!-- cell {cell.id} sha {sha12(cell.source)} -->\n"
+                                f"<!-- ({state}, cell {index}) the English now: -->\n{cell.source}\n")
+            if todo:
+                parts.append(f"==> {rel(self.layout.translation(english))}\n" + "\n".join(todo))
+        return "\n".join(parts)
+
+
+def _pending_note(layout: Layout) -> str:
+    pending = layout.pending()
+    if not pending:
+        return "Chinese edition: nothing pending."
+    return (f"Chinese edition: {len(pending)} notebook(s) still untranslated "
+            f"(listed in {rel(layout.translations / 'PENDING')}):\n"
+            + "\n".join(f"  {p}" for p in pending))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m normlib.translations", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true", help="regenerate the Chinese notebooks")
+    mode.add_argument("--check", action="store_true", help="fail when anything is out of step")
+    mode.add_argument("--stale", action="store_true",
+                      help="print what needs (re)translation; with notebooks, a whole skeleton")
+    parser.add_argument("notebooks", nargs="*", type=pathlib.Path,
+                        help="with --stale: English notebooks to print in full")
+    parser.add_argument("--root", type=pathlib.Path, default=NOTEBOOKS, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    layout = Layout(args.root.resolve())
+    edition = Edition(layout)
+    if args.stale:
+        only = [p.resolve() for p in args.notebooks] or None
+        print(edition.stale(only) or "Nothing to translate: every block matches its English cell.")
+        print(_pending_note(layout))
+        return 0
+    if args.write:
+        for path in edition.write():
+            print(f"wrote {rel(path)}")
+    problems = edition.check()
+    print(_pending_note(layout))
+    if problems:
+        print(f"\n{len(problems)} problem(s) in the Chinese edition:", file=sys.stderr)
+        for p in problems:
+            print(f"- {p}", file=sys.stderr)
+        return 1
+    print(f"Chinese edition in step: {len(edition.blocks)} notebook(s) translated.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

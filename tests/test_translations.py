@@ -1,0 +1,187 @@
+"""The Chinese edition's generator and check (normlib.translations), on a small notebook tree in a
+temporary folder: a good pair passes; a changed English cell, a missing block, an out-of-date
+generated notebook, an avoided glossary variant and an unlisted untranslated notebook each fail,
+naming the notebook and the cell."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from normlib.translations import Edition, Layout, main, parse, parse_glossary, sha12, skeleton
+
+INTRO = "# 01 · LayerNorm\n\nSee [the next lesson](02_next.ipynb#2-·-Warmup-(why)) and [the README](../README.md)."
+BODY = "## 1 · Pre-LN and Post-LN\n\nThe norm goes before the sublayer."
+NEXT = "# 02 · Next\n\n## 2 · Warmup (why)\n\nBack to [lesson 01](01_lesson.ipynb#1-·-Pre-LN-and-Post-LN)."
+GLOSSARY = """| English | 中文 | variants to avoid |
+|---|---|---|
+| LayerNorm | 层归一化 | 层标准化 |
+| Pre-Norm / Pre-LN | 前置归一化 | 前归一化、预归一化 |
+"""
+
+
+def _notebook(*cells):
+    nb = nbformat.v4.new_notebook()
+    for i, (kind, source) in enumerate(cells):
+        cell = (nbformat.v4.new_markdown_cell if kind == "md" else nbformat.v4.new_code_cell)(source)
+        cell.id = f"c{i:07d}"
+        if kind == "code":
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="6\n")]
+            cell.execution_count = i
+        nb.cells.append(cell)
+    return nb
+
+
+def _block(cell_id, english, chinese):
+    return f"<!-- cell {cell_id} sha {sha12(english)} -->\n{chinese}\n\n"
+
+
+LESSON_ZH = (_block("c0000000", INTRO, "# 01 · 层归一化（LayerNorm）\n\n见[下一课](02_next.ipynb#2-·-Warmup-(why))"
+                    "和 [README](../README.md)。")
+             + _block("c0000002", BODY, "## 1 · 前置归一化（Pre-LN）与后置归一化（Post-LN）\n\n"
+                                        "归一化放在子层之前。"))
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """notebooks/01_lesson.ipynb (translated), notebooks/02_next.ipynb (not yet: PENDING)."""
+    root = tmp_path / "notebooks"
+    (root / "exercises").mkdir(parents=True)
+    nbformat.write(_notebook(("md", INTRO), ("code", "print(6)"), ("md", BODY)), root / "01_lesson.ipynb")
+    nbformat.write(_notebook(("md", NEXT)), root / "02_next.ipynb")
+    tr = root / "zh" / "_translations"
+    tr.mkdir(parents=True)
+    (tr / "01_lesson.md").write_text(LESSON_ZH, "utf-8")
+    (tr / "glossary.md").write_text(GLOSSARY, "utf-8")
+    (tr / "PENDING").write_text("# untranslated\nnotebooks/02_next.ipynb\n", "utf-8")
+    Edition(Layout(root)).write()
+    return root
+
+
+def _problems(root):
+    return Edition(Layout(root)).check()
+
+
+def test_a_good_pair_passes_and_keeps_code_and_outputs(tree):
+    assert _problems(tree) == []
+    english = nbformat.read(tree / "01_lesson.ipynb", as_version=4)
+    chinese = nbformat.read(tree / "zh" / "01_lesson.ipynb", as_version=4)
+    assert chinese.cells[1] == english.cells[1]                  # code, outputs, count, id
+    assert chinese.metadata == english.metadata
+    assert chinese.cells[2].source.startswith("## 1 · 前置归一化")
+
+
+def test_links_point_to_the_chinese_edition_or_one_level_up(tree):
+    intro = nbformat.read(tree / "zh" / "01_lesson.ipynb", as_version=4).cells[0].source
+    assert "(../02_next.ipynb#2-·-Warmup-(why))" in intro     # not translated: the English one
+    assert "(../../README.md)" in intro                          # outside notebooks/: one level up
+    # Once 02 is translated, the link goes to the Chinese notebook and its Chinese heading.
+    (tree / "zh" / "_translations" / "02_next.md").write_text(
+        _block("c0000000", NEXT, "# 02 · 下一课\n\n## 2 · 学习率预热（为什么）\n\n"
+                                 "回到[第 01 课](01_lesson.ipynb#1-·-Pre-LN-and-Post-LN)。"), "utf-8")
+    (tree / "zh" / "_translations" / "PENDING").write_text("", "utf-8")
+    edition = Edition(Layout(tree))
+    edition.write()
+    assert edition.check() == []
+    intro = nbformat.read(tree / "zh" / "01_lesson.ipynb", as_version=4).cells[0].source
+    assert "(02_next.ipynb#2-·-学习率预热（为什么）)" in intro
+    back = nbformat.read(tree / "zh" / "02_next.ipynb", as_version=4).cells[0].source
+    assert "(01_lesson.ipynb#1-·-前置归一化（Pre-LN）与后置归一化（Post-LN）)" in back
+
+
+def test_a_changed_english_cell_fails_naming_notebook_and_cell(tree):
+    nb = nbformat.read(tree / "01_lesson.ipynb", as_version=4)
+    nb.cells[2].source += " Always."
+    nbformat.write(nb, tree / "01_lesson.ipynb")
+    problems = _problems(tree)
+    stale = [p for p in problems if "stale translation" in p]
+    assert len(stale) == 1, problems
+    assert "01_lesson.ipynb cell c0000002 (cell 2)" in stale[0]
+
+
+def test_a_missing_block_fails_naming_notebook_and_cell(tree):
+    tr = tree / "zh" / "_translations" / "01_lesson.md"
+    tr.write_text(LESSON_ZH.split("<!-- cell c0000002")[0], "utf-8")
+    problems = _problems(tree)
+    assert any("01_lesson.ipynb cell c0000002 (cell 2): no translation" in p for p in problems), problems
+
+
+def test_an_out_of_date_generated_notebook_fails(tree):
+    english = nbformat.read(tree / "01_lesson.ipynb", as_version=4)
+    english.cells[1].outputs[0].text = "7\n"                      # re-executed: new output
+    nbformat.write(english, tree / "01_lesson.ipynb")
+    problems = _problems(tree)
+    assert len(problems) == 1 and "zh/01_lesson.ipynb: out of date" in problems[0], problems
+    Edition(Layout(tree)).write()                                  # make translations fixes it
+    assert _problems(tree) == []
+
+
+def test_an_avoided_glossary_variant_fails_naming_the_preferred_term(tree):
+    tr = tree / "zh" / "_translations" / "01_lesson.md"
+    tr.write_text(LESSON_ZH.replace("归一化放在子层之前", "层标准化放在子层之前"), "utf-8")
+    Edition(Layout(tree)).write()
+    problems = _problems(tree)
+    assert len(problems) == 1, problems
+    assert "01_lesson.ipynb cell c0000002" in problems[0]
+    assert "'层标准化'" in problems[0] and "'层归一化'" in problems[0]
+
+
+def test_a_preferred_term_containing_a_variant_is_not_flagged():
+    terms = parse_glossary(GLOSSARY + "| X | 后置归一化 | 置归一 |\n")
+    edition_terms = {t.english: t for t in terms}
+    assert edition_terms["Pre-Norm / Pre-LN"].avoid == ["前归一化", "预归一化"]
+    from normlib.translations import avoided_variants
+    assert avoided_variants("后置归一化与前置归一化", terms) == []
+    assert [v for v, _ in avoided_variants("预归一化", terms)] == ["预归一化"]
+
+
+def test_untranslated_notebooks_fail_unless_pending_and_the_list_is_printed(tree, capsys):
+    (tree / "zh" / "_translations" / "PENDING").write_text("", "utf-8")
+    problems = _problems(tree)
+    assert len(problems) == 1 and "02_next.ipynb: no translation file" in problems[0], problems
+    (tree / "zh" / "_translations" / "PENDING").write_text(
+        "notebooks/02_next.ipynb\nnotebooks/01_lesson.ipynb\nnotebooks/99_gone.ipynb\n", "utf-8")
+    problems = _problems(tree)
+    assert any("01_lesson.ipynb, which has a translation file" in p for p in problems), problems
+    assert any("99_gone.ipynb, which is not a lesson" in p for p in problems), problems
+    (tree / "zh" / "_translations" / "PENDING").write_text("notebooks/02_next.ipynb\n", "utf-8")
+    assert main(["--check", "--root", str(tree)]) == 0
+    assert "1 notebook(s) still untranslated" in capsys.readouterr().out
+
+
+def test_structure_problems_are_named(tree):
+    tr = tree / "zh" / "_translations" / "01_lesson.md"
+    text = (LESSON_ZH.replace("## 1 · 前置", "1 · 前置")                   # a heading lost
+            + _block("c9999999", "gone", "旧的段落"))                      # a cell that is gone
+    tr.write_text(text, "utf-8")
+    Edition(Layout(tree)).write()
+    problems = _problems(tree)
+    assert any("cell c0000002 (cell 2): 1 heading(s) in English, 0" in p for p in problems), problems
+    assert any("block for cell c9999999, which" in p for p in problems), problems
+
+
+def test_a_link_to_a_missing_heading_fails(tree):
+    tr = tree / "zh" / "_translations" / "01_lesson.md"
+    tr.write_text(LESSON_ZH.replace("#2-·-Warmup-(why)", "#2-·-Warmup"), "utf-8")
+    Edition(Layout(tree)).write()
+    problems = _problems(tree)
+    assert any("has no heading with that anchor" in p and "c0000000" in p for p in problems), problems
+
+
+def test_stray_text_and_bad_markers_are_errors_with_a_line():
+    with pytest.raises(ValueError, match=r"x\.md:1: text before the first"):
+        parse("hello\n<!-- cell a sha 0123456789ab -->\n", "x.md")
+    with pytest.raises(ValueError, match=r"x\.md:2: malformed marker"):
+        parse("\n<!-- cell a sha 123 -->\n", "x.md")
+    with pytest.raises(ValueError, match=r"x\.md:3: malformed marker"):
+        parse("<!-- cell a sha 0123456789ab -->\n中文\n<!--cell b sha 0123456789ab-->\n", "x.md")
+    blocks = parse("<!-- cell a sha 0123456789ab -->\n\n中文\n\n\n<!-- cell b sha 0123456789ab -->\n乙\n",
+                   "x.md")
+    assert [(b.cell, b.text, b.line) for b in blocks] == [("a", "中文", 1), ("b", "乙", 6)]
+
+
+def test_the_skeleton_round_trips(tree):
+    nb = nbformat.read(tree / "01_lesson.ipynb", as_version=4)
+    blocks = parse(skeleton(nb), "skeleton")
+    assert [(b.cell, b.sha, b.text) for b in blocks] == [
+        (c.id, sha12(c.source), c.source) for c in nb.cells if c.cell_type == "markdown"]
