@@ -40,7 +40,7 @@ __all__ = ["Session", "Fail", "GENERIC_MISTAKES"]
 
 
 # True, but they do not say what to change: a property or "cannot tell" is preferred to them.
-_UNSPECIFIC = {"wrong_values", "wrong_grad", "nan", "raised"}
+_UNSPECIFIC = {"wrong_values", "wrong_grad", "nan", "raised", "running_wrong"}
 
 CANNOT_TELL = ("I cannot tell exactly which mistake this is: the values differ from the reference "
                "(see the ✗ lines), but every property the checker probes holds. Compare your code "
@@ -137,7 +137,8 @@ class Session:
         if self.stop is not None and self.stop.mistake == "not_implemented":
             return CheckResult(self.name, False, ["not implemented yet"], implemented=False)
         failed = self.failed
-        confirmed = [k for k in self.found if k in self.specific and k not in self.refuted]
+        confirmed = [k for k in self.found if k in self.specific and k not in self.refuted
+                     and k not in _UNSPECIFIC]
         lines = [self._drop_refuted_hints(line) for line in self.lines]
         key, diagnosis = None, None
         if failed:
@@ -154,6 +155,9 @@ class Session:
                 diagnosis = " ".join(text for _, text in self.properties[:3])
             elif "raised" in self.found:
                 key, diagnosis = "raised", self.explain("raised")
+            elif self.specific & set(self.found):       # a catalogue's own "wrong values" line
+                key = next(k for k in self.found if k in self.specific)
+                diagnosis = self.explain(key)
             else:
                 key, diagnosis = "cannot_tell", CANNOT_TELL
         return CheckResult(self.name, not failed, lines, diagnosis, key)
