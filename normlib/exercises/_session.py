@@ -68,8 +68,9 @@ class Session:
 
     def __init__(self, name: str, mistakes: dict, *, time_limit: float = 3.0,
                  forbidden: dict[str, str] | None = None, references: dict | None = None,
-                 error_hints: tuple = ()):
+                 error_hints: tuple = (), vague: tuple = ()):
         self.name, self.time_limit = name, time_limit
+        self.vague = _UNSPECIFIC | set(vague)     # keys that name no mistake a learner can fix
         self.mistakes = {**GENERIC_MISTAKES, **mistakes}
         self.specific = set(mistakes)
         self.forbidden, self.references = forbidden or {}, references or {}
@@ -138,7 +139,7 @@ class Session:
             return CheckResult(self.name, False, ["not implemented yet"], implemented=False)
         failed = self.failed
         confirmed = [k for k in self.found if k in self.specific and k not in self.refuted
-                     and k not in _UNSPECIFIC]
+                     and k not in self.vague]
         lines = [self._drop_refuted_hints(line) for line in self.lines]
         key, diagnosis = None, None
         if failed:

@@ -8,12 +8,15 @@ The learner writes ``DeepNorm(d_model, n_layers)``, an nn.Module with attributes
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
 import normlib as nl
 
 from ._compare import randn
+from ._probes import fmt, near, output
 from ._session import Fail, Session
 from .result import CheckResult
 
@@ -79,7 +82,8 @@ def _forward_mutants(x, sub, a, b):
 
 
 class _Sublayer(nn.Module):
-    """A fixed non-linear sublayer, 2 tanh(x W^T + c), that counts its calls."""
+    """A fixed non-linear sublayer, 2 tanh(x W^T + c), that counts its calls and keeps its last
+    input."""
 
     def __init__(self, d: int, seed: int, dtype: torch.dtype):
         super().__init__()
@@ -89,12 +93,13 @@ class _Sublayer(nn.Module):
 
     def forward(self, x):
         self.calls += 1
+        self.last_input = x.detach().clone()
         return 2 * torch.tanh(x @ self.weight.T + self.bias)
 
 
 def check_deep_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check the class ``cls(d_model, n_layers)`` (alpha, beta, forward(x, sublayer))."""
-    s = Session("DeepNorm", DEEP_NORM_MISTAKES, time_limit=time_limit)
+    s = Session("DeepNorm", DEEP_NORM_MISTAKES, time_limit=time_limit, vague=("wrong_exponents",))
     if not s.require_callable(cls, "your class"):
         return s.result()
 
@@ -165,6 +170,7 @@ def check_deep_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
                                                                   torch.float64))
     s.run("forward float32 (2, 8), a batch of 2, n_layers=1", check_forward((2, 8), 1, 30))
     s.run("backward float64 (2, 3, 6)", check_backward)
+    s.probe(*_probes(s, cls))
     return s.result()
 
 
@@ -172,3 +178,108 @@ def _mutant_fns(sub, a, b):
     """The forward mutants as functions of x (for the gradient check)."""
     return [(key, (lambda x, i=i: _forward_mutants(x, sub, a, b)[i][1]()))
             for i, (key, _) in enumerate(_forward_mutants(torch.zeros(1), sub, a, b))]
+
+
+def _probes(s: Session, cls) -> list:
+    """Property probes: how alpha and beta grow with N, what the sublayer receives, whether the
+    output is a LayerNorm's, and the weight of the residual relative to the sublayer's output."""
+    want = {N: nl.deepnorm_constants(num_encoder_layers=N)["encoder"] for N in (1, 16, 256)}
+
+    def constants():
+        got = {}
+        for N in want:
+            m = s.call(cls, 8, N)
+            got[N] = float(m.alpha), float(m.beta)
+        found = []
+        for i, (name, sign, c) in enumerate((("alpha", "", 2), ("beta", "-", 8))):
+            g1, g256 = got[1][i], got[256][i]
+            if g1 <= 0 or g256 <= 0:
+                found.append((f"{name}_growth", f"Your {name} is {fmt(g1)} at N = 1 and "
+                              f"{fmt(g256)} at N = 256; it must be positive: ({c}N)^({sign}1/4)."))
+                continue
+            p = math.log(g256 / g1) / math.log(256)
+            if abs(p - float(f"{sign}0.25")) > 1e-6:
+                found.append((f"{name}_growth", f"Your {name} grows as N^{p:.4g} ({fmt(g1)} at "
+                              f"N = 1, {fmt(g256)} at N = 256); DeepNet's is ({c}N)^({sign}1/4), "
+                              f"which grows as N^{sign}0.25. Check the exponent (x ** 1/4 is x / 4 "
+                              "in Python)."))
+            elif abs(g1 - want[1][i]) > 1e-6 * want[1][i]:
+                found.append((f"{name}_prefactor", f"Your {name} has the right power of N but is "
+                              f"{fmt(g1)} at N = 1 instead of {c}^({sign}1/4) = {fmt(want[1][i])}: "
+                              f"the factor {c} belongs inside the power, ({c}N)^({sign}1/4)."))
+        if len(found) == 2 and all(k.endswith("_growth") for k, _ in found):
+            return ("wrong_exponents", " ".join(text for _, text in found))
+        if found:
+            return found[0][0], " ".join(text for _, text in found)
+        return None
+
+    d, N = 8, 6
+    x = randn(4, d, seed=700, dtype=torch.float64, scale=1.5)
+
+    def module():
+        m = s.call(cls, d, N)
+        return s.call(m.to, torch.float64)
+
+    def sublayer_input():
+        m, sub = module(), _Sublayer(d, 701, torch.float64)
+        output(s, m, x, sub, like=x)
+        a, b = nl.deepnorm_constants(num_encoder_layers=N)["encoder"]
+        seen = getattr(sub, "last_input", None)
+        if seen is None or seen.shape != x.shape or near(seen, x, 1e-6, 1e-9):
+            return None
+        for key, t, text in (("sublayer_input", _ln(x), "LayerNorm(x): that is Pre-LN"),
+                             ("sublayer_of_scaled_x", a * x, "alpha * x"),
+                             ("beta_at_run_time", b * x, "beta * x")):
+            if near(seen, t, 1e-5, 1e-7):
+                return (key, f"Your sublayer receives {text}; DeepNorm calls it on x itself: "
+                        "LayerNorm(alpha * x + sublayer(x)).")
+        return ("sublayer_input", "Your sublayer does not receive x itself: DeepNorm computes "
+                "LayerNorm(alpha * x + sublayer(x)).")
+
+    def normalized_output():
+        m, sub = module(), _Sublayer(d, 702, torch.float64)
+        y = output(s, m, x, sub, like=x)
+        mean, std = y.mean(-1), y.var(-1, unbiased=False).sqrt()
+        if near(mean, torch.zeros_like(mean), 0, 1e-4) and near(std, torch.ones_like(std), 1e-3):
+            return None
+        a, b = nl.deepnorm_constants(num_encoder_layers=N)["encoder"]
+        extra = next((f" (times {name} = {fmt(v)})" for name, v in (("alpha", a), ("beta", b))
+                      if near(std, torch.full_like(std, v), 1e-3)), "")
+        return ("output_not_normalized", "With the LayerNorm at weight 1 and bias 0, every output "
+                f"row should have mean 0 and std 1; yours have std {fmt(float(std.mean()))}{extra} "
+                f"and means up to {fmt(float(mean.abs().max()))}: DeepNorm's output is the "
+                "LayerNorm itself, LayerNorm(alpha * x + sublayer(x)), nothing after it.")
+
+    def residual_weight():
+        m, sub = module(), _Sublayer(d, 703, torch.float64)
+        y = output(s, m, x, sub, like=x)
+        u = sub(x)
+        a, b = nl.deepnorm_constants(num_encoder_layers=N)["encoder"]
+        try:
+            a = float(m.alpha)           # the forward is judged with the learner's own alpha
+        except (AttributeError, TypeError, ValueError, RuntimeError):
+            pass
+        xc, uc = x - x.mean(-1, keepdim=True), u - u.mean(-1, keepdim=True)
+        A = torch.stack((xc, uc), -1)                              # (rows, d, 2)
+        coef = torch.linalg.lstsq(A, y.unsqueeze(-1)).solution.squeeze(-1)   # (rows, 2)
+        if not near(A @ coef.unsqueeze(-1), y.unsqueeze(-1), 1e-5, 1e-7):
+            return None              # not a normalized sum of x and sublayer(x): other probes
+        r = coef[:, 0] / coef[:, 1]
+        if not near(r, r.mean().expand_as(r), 1e-5):
+            return None
+        r = float(r.mean())
+        if abs(r - a) <= 1e-5 * a:
+            return None
+        for key, v, text in (("no_alpha", 1.0, "1: plain Post-LN"),
+                             ("alpha_on_sublayer", 1 / a, "1 / alpha: alpha sits on the sublayer"),
+                             ("residual_weight", b, "beta: beta in place of alpha"),
+                             ("beta_at_run_time", a * b, "alpha * beta: beta applied at run time")):
+            if abs(r - v) <= 1e-5 * v:
+                return (key, f"Inside the LayerNorm, x enters with {fmt(r)} times the weight of "
+                        f"sublayer(x), i.e. {text}. DeepNorm up-weights the residual by alpha = "
+                        f"{fmt(a)}: LayerNorm(alpha * x + sublayer(x)).")
+        return ("residual_weight", f"Inside the LayerNorm, x enters with {fmt(r)} times the weight "
+                f"of sublayer(x); DeepNorm's is alpha = {fmt(a)}: "
+                "LayerNorm(alpha * x + sublayer(x)).")
+
+    return [constants, sublayer_input, normalized_output, residual_weight]
