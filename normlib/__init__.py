@@ -2,8 +2,9 @@
 
 Every layer that PyTorch also ships matches PyTorch's numbers (see tests/). Modules, one idea each:
 norms (BatchNorm, LayerNorm, RMSNorm), deepnorm, blocks (Post/Pre/DeepNorm/Sandwich placement),
-schedules (warmup), activations (activations, GLU variants, FFNs), rope, attention, model
-(TinyTransformerLM), data (a synthetic language), train (a training loop), viz (plot style).
+schedules (warmup), activations (activations, GLU variants, FFNs), rope, attention (MHA, GQA,
+MQA), kv_cache (a KV cache for decoding), model (TinyTransformerLM), data (a synthetic language),
+train (a training loop), viz (plot style).
 """
 
 from .activations import (
@@ -20,10 +21,11 @@ from .activations import (
     silu,
     swish,
 )
-from .attention import MultiHeadAttention, attention
+from .attention import MultiHeadAttention, attention, repeat_kv
 from .blocks import FFNS, NORMS, PLACEMENTS, TransformerBlock, make_ffn, make_norm
 from .data import MarkovLanguage
 from .deepnorm import deepnorm_constants, deepnorm_init_
+from .kv_cache import KVCache, kv_cache_bytes
 from .model import TinyTransformerLM
 from .norms import BatchNorm, LayerNorm, RMSNorm, batch_norm, layer_norm, rms_norm
 from .rope import (
@@ -35,16 +37,16 @@ from .rope import (
     rope_frequencies,
 )
 from .schedules import cosine_with_warmup, inverse_sqrt, linear_warmup
-from .train import lm_loss, train_lm
+from .train import lm_loss, train_ensemble, train_lm
 
 __all__ = [
     "ACTIVATIONS", "GLU_VARIANTS", "FeedForward", "GLUFeedForward", "activation", "gelu",
     "glu_variant", "leaky_relu", "llama_ffn_hidden_dim", "relu", "silu", "swish",
-    "MultiHeadAttention", "attention",
+    "MultiHeadAttention", "attention", "repeat_kv", "KVCache", "kv_cache_bytes",
     "FFNS", "NORMS", "PLACEMENTS", "TransformerBlock", "make_ffn", "make_norm",
     "MarkovLanguage", "deepnorm_constants", "deepnorm_init_", "TinyTransformerLM",
     "BatchNorm", "LayerNorm", "RMSNorm", "batch_norm", "layer_norm", "rms_norm",
     "ROPE_LAYOUTS", "apply_rope", "apply_rope_complex", "half_to_interleaved",
     "rope_decay_bound", "rope_frequencies",
-    "cosine_with_warmup", "inverse_sqrt", "linear_warmup", "lm_loss", "train_lm",
+    "cosine_with_warmup", "inverse_sqrt", "linear_warmup", "lm_loss", "train_ensemble", "train_lm",
 ]

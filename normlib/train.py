@@ -1,17 +1,39 @@
-"""A small, seeded training loop for the lessons' language-model experiments (CPU)."""
+"""A small, seeded training loop for the lessons' language-model experiments (CPU).
+
+Tiny models spend their time in per-operation overhead, not arithmetic, so ``train_ensemble``
+trains M models of one architecture (seeds, or configurations that share a shape) as one batched
+model: their parameters are stacked along a new leading axis M (``torch.func.stack_module_state``)
+and one forward pass runs all of them with ``torch.vmap`` over ``torch.func.functional_call``.
+
+Notation: M ensemble members, B batch, T sequence, V vocabulary.
+
+Conventions:
+- Each member gets its own batches (drawn with its own seed) and its own learning-rate schedule.
+- The optimizer is Adam written out below, elementwise on the stacked parameters. Adam has no
+  term that mixes elements, so this equals M independent ``torch.optim.Adam`` optimizers
+  (tests/test_train.py checks it against separate runs); it follows torch's single-tensor update
+  step by step. Nothing global (such as gradient-norm clipping) couples the members.
+- A member whose loss becomes NaN or inf has diverged: its losses are NaN from that step on and its
+  parameters stay where they were; the others train on.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+import math
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.func import functional_call, stack_module_state
 
 from ._checks import check_int, check_number
 from .data import MarkovLanguage
 
-__all__ = ["lm_loss", "train_lm"]
+__all__ = ["lm_loss", "train_lm", "train_ensemble"]
+
+Schedule = Callable[[int], float]
 
 
 def lm_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
@@ -20,48 +42,140 @@ def lm_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
 
 
+def _structure(model: nn.Module) -> list[tuple[str, tuple[int, ...], torch.dtype]]:
+    return [(name, tuple(t.shape), t.dtype)
+            for name, t in (*model.named_parameters(), *model.named_buffers())]
+
+
+def train_ensemble(
+    models: Sequence[nn.Module],
+    language: MarkovLanguage,
+    *,
+    steps: int,
+    lr: float,
+    schedules: Sequence[Schedule | None] | None = None,
+    seeds: Sequence[int] | None = None,
+    batch_size: int = 16,
+    seq_len: int = 32,
+    betas: tuple[float, float] = (0.9, 0.98),
+    eps: float = 1e-8,
+    on_step: Callable[[int, Sequence[nn.Module]], None] | None = None,
+) -> torch.Tensor:
+    """Train M models of one architecture together with Adam; return the losses, (M, steps).
+
+    Args:
+        models: M >= 1 modules of the same class with the same parameter and buffer names, shapes
+            and dtypes (e.g. one config, several seeds; or Post-LN and DeepNorm, whose blocks share
+            a structure). They are updated in place.
+        steps: optimizer steps; lr: peak learning rate; betas, eps: Adam's (betas (0.9, 0.98) as
+            Xiong et al. 2020).
+        schedules: one ``step -> multiplier`` per member (LambdaLR's convention: step 0 is the first
+            update), or None for a constant lr.
+        seeds: one batch seed per member (default 0, 1, ..., M-1); the initialization is the
+            caller's. Member m sees exactly the batches ``train_lm(..., seed=seeds[m])`` would.
+        batch_size, seq_len: each member's batch is (batch_size, seq_len + 1) tokens.
+        on_step: called as on_step(step, models) after every update, with the models holding the
+            current weights (copying them back costs time: pass it only when needed).
+    Returns:
+        (M, steps) float32 tensor of training losses; NaN after a member diverged.
+    """
+    fn = "train_ensemble"
+    models = list(models)
+    if not models or not all(isinstance(m, nn.Module) for m in models):
+        raise TypeError(f"{fn}: models must be a non-empty sequence of nn.Module, got {models!r}")
+    M = len(models)
+    check_int(fn, "steps", steps, minimum=1)
+    check_number(fn, "lr", lr, positive=True)
+    schedules = [None] * M if schedules is None else list(schedules)
+    seeds = list(range(M)) if seeds is None else list(seeds)
+    for name, value in (("schedules", schedules), ("seeds", seeds)):
+        if len(value) != M:
+            raise ValueError(f"{fn}: {name} must have one entry per model ({M}), got {len(value)}")
+    first = _structure(models[0])
+    for i, m in enumerate(models[1:], start=1):
+        if type(m) is not type(models[0]) or _structure(m) != first:
+            raise ValueError(f"{fn}: every model must have the structure of models[0] "
+                             f"({type(models[0]).__name__}); models[{i}] differs")
+
+    device = next(models[0].parameters()).device
+    for m in models:
+        m.train()
+    params, buffers = stack_module_state(models)                # name -> (M, ...) leaf tensors
+    base = copy.deepcopy(models[0]).to("meta")                  # the code; the weights are stacked
+
+    def member_loss(p, b, tokens):                              # one member: tokens (B, T + 1)
+        logits = functional_call(base, (p, b), (tokens[:, :-1],))               # (B, T, V)
+        return F.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
+
+    batched_loss = torch.vmap(member_loss)                      # (M, ...) -> (M,)
+    gens = [torch.Generator().manual_seed(s) for s in seeds]    # batches are drawn on the CPU
+    exp_avg = {k: torch.zeros_like(p) for k, p in params.items()}
+    exp_avg_sq = {k: torch.zeros_like(p) for k, p in params.items()}
+    alive = torch.ones(M, dtype=torch.bool, device=device)
+    losses = torch.full((M, steps), float("nan"))
+    beta1, beta2 = betas
+
+    for step in range(steps):
+        tokens = torch.stack([language.sample(batch_size, seq_len + 1, g) for g in gens]).to(device)
+        for p in params.values():
+            p.grad = None
+        loss = batched_loss(params, buffers, tokens)            # (M,)
+        alive &= torch.isfinite(loss.detach())
+        if not alive.any():
+            break
+        loss.where(alive, 0.0).sum().backward()                 # members' gradients do not mix
+        losses[:, step] = loss.detach().where(alive, float("nan")).cpu()
+        lr_t = torch.tensor([lr * (1.0 if s is None else s(step)) for s in schedules],
+                            dtype=torch.float32, device=device)
+        bias_correction1 = 1 - beta1 ** (step + 1)
+        bias_correction2_sqrt = math.sqrt(1 - beta2 ** (step + 1))
+        with torch.no_grad():
+            for k, p in params.items():                         # torch.optim.Adam's update
+                view = (M,) + (1,) * (p.dim() - 1)
+                g = p.grad.where(alive.view(view), 0.0)
+                exp_avg[k].lerp_(g, 1 - beta1)
+                exp_avg_sq[k].mul_(beta2).addcmul_(g, g, value=1 - beta2)
+                denom = (exp_avg_sq[k].sqrt() / bias_correction2_sqrt).add_(eps)
+                step_size = (lr_t / bias_correction1).where(alive, 0.0).view(view)
+                p.sub_(step_size * (exp_avg[k] / denom))
+        if on_step is not None:
+            _copy_back(models, params, buffers)
+            on_step(step, models)
+
+    _copy_back(models, params, buffers)
+    return losses
+
+
+@torch.no_grad()
+def _copy_back(models, params, buffers) -> None:
+    for i, m in enumerate(models):
+        for name, t in (*m.named_parameters(), *m.named_buffers()):
+            t.copy_((params if name in params else buffers)[name][i])
+
+
 def train_lm(
     model: nn.Module,
     language: MarkovLanguage,
     *,
     steps: int,
     lr: float,
-    schedule: Callable[[int], float] | None = None,
+    schedule: Schedule | None = None,
     batch_size: int = 16,
     seq_len: int = 32,
     betas: tuple[float, float] = (0.9, 0.98),
     seed: int = 0,
     on_step: Callable[[int, nn.Module], None] | None = None,
 ) -> list[float]:
-    """Train ``model`` with Adam on batches of ``language`` and return the loss of every step.
+    """Train one ``model`` with Adam on batches of ``language``; return the loss of every step.
 
-    Args:
-        steps: optimizer steps; lr: peak learning rate; schedule: ``step -> multiplier`` for
-            LambdaLR (None: constant lr); betas: Adam's (0.9, 0.98), as Xiong et al. 2020.
-        batch_size, seq_len: each batch is (batch_size, seq_len + 1) tokens.
-        seed: seeds the batches (the model's initialization is the caller's).
-        on_step: called as on_step(step, model) after every update (e.g. to record a statistic).
-    A loss that becomes NaN or inf is recorded as NaN and training stops there (diverged).
+    The one-member case of ``train_ensemble`` (see there for the arguments; ``seed`` seeds the
+    batches, ``on_step(step, model)`` is called after every update). A loss that becomes NaN or
+    inf is recorded as NaN from that step on (diverged).
     """
-    check_int("train_lm", "steps", steps, minimum=1)
-    check_number("train_lm", "lr", lr, positive=True)
-    gen = torch.Generator().manual_seed(seed)           # batches are drawn on the CPU
-    device = next(model.parameters()).device
-    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=betas)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule) if schedule is not None else None
-    model.train()
-    losses: list[float] = []
-    for step in range(steps):
-        loss = lm_loss(model, language.sample(batch_size, seq_len + 1, gen).to(device))
-        if not torch.isfinite(loss):
-            losses += [float("nan")] * (steps - step)
-            break
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if sched is not None:
-            sched.step()
-        losses.append(loss.item())
-        if on_step is not None:
-            on_step(step, model)
-    return losses
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"train_lm: model must be an nn.Module, got {type(model).__name__}")
+    hook = None if on_step is None else (lambda step, models: on_step(step, models[0]))
+    losses = train_ensemble([model], language, steps=steps, lr=lr, schedules=[schedule],
+                            seeds=[seed], batch_size=batch_size, seq_len=seq_len, betas=betas,
+                            on_step=hook)
+    return losses[0].tolist()

@@ -1,0 +1,83 @@
+"""train_ensemble: M models trained as one batched model equal M independent Adam runs."""
+
+import pytest
+import torch
+
+import normlib as nl
+
+LANG = nl.MarkovLanguage(vocab_size=16, order=1, branching=3, seed=0)
+CFG = dict(vocab_size=16, d_model=16, n_layers=2, n_heads=2, max_seq_len=8)
+STEPS = 6
+
+
+def model(seed, **options):
+    torch.manual_seed(seed)
+    return nl.TinyTransformerLM(**CFG, **options)
+
+
+def reference_run(m, seed, schedule, lr=3e-3):
+    """The textbook loop: one torch.optim.Adam and LambdaLR per model."""
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.Adam(m.parameters(), lr=lr, betas=(0.9, 0.98))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule or (lambda step: 1.0))
+    losses = []
+    for _ in range(STEPS):
+        loss = nl.lm_loss(m, LANG.sample(4, 9, gen))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+    return torch.tensor(losses)
+
+
+@pytest.mark.parametrize("placement", ["post", "pre"])
+def test_ensemble_equals_separate_adam_runs(placement):
+    schedules = [None, nl.cosine_with_warmup(3, STEPS), nl.linear_warmup(2)]
+    seeds = [0, 1, 2]
+    batched = [model(s, placement=placement) for s in seeds]
+    losses = nl.train_ensemble(batched, LANG, steps=STEPS, lr=3e-3, schedules=schedules,
+                               seeds=seeds, batch_size=4, seq_len=8)
+    assert losses.shape == (3, STEPS)
+    for i, (s, schedule) in enumerate(zip(seeds, schedules, strict=True)):
+        alone = model(s, placement=placement)
+        expected = reference_run(alone, s, schedule)
+        torch.testing.assert_close(losses[i], expected, rtol=1e-5, atol=1e-5)
+        for (name, p), q in zip(batched[i].named_parameters(), alone.parameters(), strict=True):
+            torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_train_lm_is_the_one_member_ensemble():
+    a, b = model(0), model(0)
+    losses = nl.train_lm(a, LANG, steps=STEPS, lr=3e-3, batch_size=4, seq_len=8, seed=5)
+    torch.testing.assert_close(torch.tensor(losses), reference_run(b, 5, None),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_a_diverging_member_leaves_the_others_alone():
+    blow_up = lambda step: float("nan") if step == 2 else 1.0    # noqa: E731
+    models = [model(0), model(1)]
+    losses = nl.train_ensemble(models, LANG, steps=STEPS, lr=3e-3, schedules=[None, blow_up],
+                               seeds=[0, 1], batch_size=4, seq_len=8)
+    assert torch.isfinite(losses[0]).all()
+    assert torch.isfinite(losses[1, :3]).all() and torch.isnan(losses[1, 3:]).all()
+    torch.testing.assert_close(losses[0], reference_run(model(0), 0, None), rtol=1e-5, atol=1e-5)
+
+
+def test_on_step_sees_the_current_weights():
+    m = model(0)
+    start = m.lm_head.weight.detach().clone()
+    moved = []
+    nl.train_lm(m, LANG, steps=3, lr=3e-3, batch_size=4, seq_len=8,
+                on_step=lambda step, mod: moved.append((mod.lm_head.weight - start).norm().item()))
+    assert len(moved) == 3 and 0 < moved[0] < moved[1] < moved[2]
+
+
+def test_ensemble_rejects_models_of_different_shapes():
+    with pytest.raises(ValueError, match=r"models\[1\] differs"):
+        nl.train_ensemble([model(0), nl.TinyTransformerLM(**{**CFG, "d_model": 8})],
+                          LANG, steps=1, lr=1e-3)
+    with pytest.raises(ValueError, match="schedules must have one entry per model"):
+        nl.train_ensemble([model(0)], LANG, steps=1, lr=1e-3, schedules=[None, None])
+    with pytest.raises(TypeError, match="models must be a non-empty sequence"):
+        nl.train_ensemble([], LANG, steps=1, lr=1e-3)
