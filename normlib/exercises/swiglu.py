@@ -14,6 +14,7 @@ from torch import nn
 import normlib as nl
 
 from ._compare import grad_output, randn
+from ._probes import near, output
 from ._session import Fail, Session
 from .result import CheckResult
 
@@ -138,5 +139,69 @@ def check_swiglu_ffn(cls, *, time_limit: float = 3.0) -> CheckResult:
     s.run("forward float32 (2, 1, 6), a batch of 2, hidden 6", forward((2, 1, 6), 6, 30))
     s.run("forward bfloat16 (2, 4, 8), hidden 12", forward((2, 4, 8), 12, 40, torch.bfloat16))
     s.run("backward float64: x, w1, w2, w3", backward)
+    s.probe(*_probes(s, cls))
     return s.result()
 
+
+
+def _probes(s: Session, cls) -> list:
+    """Property probes with chosen weights (dim = hidden = 6): w2 = 0 (the output must vanish),
+    then w1 = I, w3 = 2 I, w2 = I, where SwiGLU gives silu(x) * 2x: which activation gates, on
+    which branch, and how the branches combine."""
+    d = 6
+    x = randn(5, d, seed=800, dtype=torch.float64, scale=2.0)
+    eye = torch.eye(d, dtype=torch.float64)
+
+    def run(W1, W2, W3):
+        m = s.call(cls, d, d)
+        m = s.call(m.to, torch.float64)
+        with torch.no_grad():
+            for name, W in (("w1", W1), ("w2", W2), ("w3", W3)):
+                getattr(m, name).weight.copy_(W)
+        return output(s, m, x, like=x)
+
+    def zero_down():
+        y = run(eye, 0 * eye, 2 * eye)
+        if near(y, torch.zeros_like(y), 0, 1e-9):
+            return None
+        if near(y, x, 1e-6, 1e-9):
+            return ("residual_inside", "With w2 = 0 your output is x itself: you add the input "
+                    "(a residual connection) inside the FFN. The block around it adds the "
+                    "residual; the FFN returns w2(silu(w1(x)) * w3(x)) alone.")
+        return ("output_not_from_w2", "With w2 = 0 your output is not 0: everything the FFN "
+                "returns must go through the down projection w2.")
+
+    def structure():
+        y = run(eye, eye, 2 * eye)
+        u = 2 * x
+        known = [
+            ("up_activated", F.silu(x) * F.silu(u), "SiLU on both branches, silu(w1 x) * "
+             "silu(w3 x): only the gate w1 goes through SiLU"),
+            ("gate_not_product", F.silu(x) + u, "the branches added, silu(w1 x) + w3 x: they are "
+             "multiplied"),
+            ("gate_up_swapped", F.silu(u) * x, "SiLU on w3 and the product with w1: the gate is "
+             "w1, silu(w1(x)) * w3(x)"),
+            ("silu_on_product", F.silu(x * u), "SiLU on the product, silu(w1 x * w3 x): SiLU applies "
+             "to the gate alone"),
+            ("no_up_projection", F.silu(x), "no w3 branch, silu(w1 x): SwiGLU multiplies by w3 x"),
+        ]
+        for key, want, text in known:
+            if near(y, want, 1e-5, 1e-7):
+                return (key, f"With w1 = I, w3 = 2 I and w2 = I your output is {text}.")
+        gate = y / u                                    # the activation of w1 x, if y = g(w1 x) * u
+        acts = [("sigmoid_gate", "sigmoid (GLU)", torch.sigmoid(x)),
+                ("gelu_gate", "GELU (GEGLU)", F.gelu(x)),
+                ("gelu_gate", "GELU, tanh form (GEGLU)", F.gelu(x, approximate="tanh")),
+                ("relu_gate", "ReLU (ReGLU)", torch.relu(x)),
+                ("no_gate_activation", "no activation (bilinear)", x),
+                ("gate_activation", "tanh", torch.tanh(x))]
+        if near(gate, F.silu(x), 1e-5, 1e-7):
+            return None
+        for key, name, g in acts:
+            if near(gate, g, 1e-5, 1e-7):
+                return (key, f"With w1 = I, w3 = 2 I and w2 = I your output is g(w1 x) * w3 x with "
+                        f"g = {name}; SwiGLU's gate is SiLU, x * sigmoid(x) (F.silu).")
+        return ("gate_activation", "With w1 = I, w3 = 2 I and w2 = I your output is not "
+                "silu(w1 x) * w3 x: check the activation on the gate and how the branches combine.")
+
+    return [zero_down, structure]
