@@ -181,10 +181,10 @@ def parse_glossary(text: str) -> list[Term]:
 def avoided_variants(text: str, terms: list[Term]) -> list[tuple[str, Term]]:
     """(variant, term) for each avoided variant in ``text``. Preferred terms are masked first, so
     an avoided variant inside another term's preferred form (e.g. 归一化层 inside 层归一化层) is fine."""
+    preferred = {form.split("（")[0].strip() for t in terms for form in t.chinese.split("/")}
     masked = text
-    for term in sorted(terms, key=lambda t: -len(t.chinese)):
-        if term.chinese:
-            masked = masked.replace(term.chinese, "\0")
+    for form in sorted(preferred - {""}, key=len, reverse=True):
+        masked = masked.replace(form, "\0")
     return [(v, t) for t in terms for v in t.avoid if v in masked]
 
 
