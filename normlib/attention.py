@@ -1,10 +1,17 @@
-"""Scaled dot-product attention and multi-head attention, with optional RoPE on q and k.
+"""Scaled dot-product attention and multi-head attention (MHA, GQA, MQA), with optional RoPE.
 
-Notation: B batch, T sequence, C = d_model, H heads, D = C / H head dim.
+Notation: B batch, T query tokens, S key tokens, C = d_model, H query heads, H_kv key/value heads,
+D = C / H head dim.
     attention(q, k, v) = softmax(q k^T / sqrt(D) + mask) v
 The causal mask lets row t attend to columns 0..t (the top-left aligned lower triangle, as
-``F.scaled_dot_product_attention(is_causal=True)``). Scores and softmax are computed in float32
-for fp16/bf16 inputs.
+``F.scaled_dot_product_attention(is_causal=True)``); with ``offset`` (decoding with a KV cache,
+where q's first row is token ``offset``) row t attends to columns 0..offset+t. Scores and softmax
+are computed in float32 for fp16/bf16 inputs.
+
+Grouped-query attention (Ainslie et al. 2023) gives each group of H / H_kv query heads one shared
+key/value head; H_kv = H is multi-head attention, H_kv = 1 multi-query attention (Shazeer 2019).
+Query head h reads key/value head h // (H / H_kv), as HF's ``repeat_kv`` and
+``F.scaled_dot_product_attention(enable_gqa=True)``.
 """
 
 from __future__ import annotations
@@ -15,25 +22,30 @@ import torch
 from torch import nn
 
 from ._checks import check_choice, check_int, check_tensor, compute_dtype
+from .kv_cache import KVCache
 from .rope import ROPE_LAYOUTS, apply_rope
 
-__all__ = ["attention", "MultiHeadAttention"]
+__all__ = ["attention", "repeat_kv", "MultiHeadAttention"]
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = True,
-              rope: str | None = None) -> torch.Tensor:
-    """Scaled dot-product attention; equals ``F.scaled_dot_product_attention`` when rope is None.
+              rope: str | None = None, offset: int = 0) -> torch.Tensor:
+    """Scaled dot-product attention; equals ``F.scaled_dot_product_attention`` when rope is None
+    and offset is 0.
 
     Args:
         q: (B, H, T, D) queries; k: (B, H, S, D) keys; v: (B, H, S, Dv) values.
         causal: mask out keys after the query's position.
         rope: None, or a RoPE layout ("interleaved" | "half") applied to q and k (never to v)
-            at positions 0 .. T-1 before the scores are taken.
+            before the scores are taken, q at positions offset .. offset+T-1, k at 0 .. S-1.
+        offset: the position of q's first row, k's first row being position 0 (with a KV cache:
+            the number of tokens cached before q). Row t attends to keys 0 .. offset+t.
     Returns:
         (B, H, T, Dv) in q's dtype.
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_tensor("attention", name, t)
+    check_int("attention", "offset", offset, minimum=0)
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
         raise ValueError(f"attention: q, k and v must have shape (..., T, D), got q {tuple(q.shape)},"
                          f" k {tuple(k.shape)}, v {tuple(v.shape)}")
@@ -41,49 +53,94 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
         raise ValueError(f"attention: q (.., T, D) and k (.., S, D) must share D, and k and v "
                          f"must share S; got q {tuple(q.shape)}, k {tuple(k.shape)}, "
                          f"v {tuple(v.shape)}")
+    T, S, D = q.shape[-2], k.shape[-2], q.shape[-1]
     if rope is not None:
         check_choice("attention", "rope", rope, ROPE_LAYOUTS)
-        q, k = apply_rope(q, layout=rope), apply_rope(k, layout=rope)
+        q_positions = None if offset == 0 else torch.arange(offset, offset + T, device=q.device)
+        q, k = apply_rope(q, q_positions, layout=rope), apply_rope(k, layout=rope)
     dtype = compute_dtype(q)
-    T, S, D = q.shape[-2], k.shape[-2], q.shape[-1]
     scores = q.to(dtype) @ k.to(dtype).transpose(-2, -1) / math.sqrt(D)       # (B, H, T, S)
     if causal:
-        keep = torch.ones(T, S, dtype=torch.bool, device=q.device).tril()      # (T, S)
+        keep = torch.ones(T, S, dtype=torch.bool, device=q.device).tril(offset)  # (T, S)
         scores = scores.masked_fill(~keep, float("-inf"))
     weights = torch.softmax(scores, dim=-1)                                    # rows sum to 1
     return (weights @ v.to(dtype)).type_as(q)                                  # (B, H, T, Dv)
 
 
-class MultiHeadAttention(nn.Module):
-    """Multi-head self-attention with bias-free q_proj, k_proj, v_proj and out_proj.
+def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
+    """Repeat each key/value head n_rep times, as HF's ``repeat_kv``: (B, H_kv, S, D) ->
+    (B, H_kv * n_rep, S, D), head j of the output being head j // n_rep of the input."""
+    check_tensor("repeat_kv", "x", x)
+    check_int("repeat_kv", "n_rep", n_rep, minimum=1)
+    if x.dim() != 4:
+        raise ValueError(f"repeat_kv: x must have shape (B, H_kv, S, D), got {tuple(x.shape)}")
+    if n_rep == 1:
+        return x
+    B, H_kv, S, D = x.shape
+    return x[:, :, None].expand(B, H_kv, n_rep, S, D).reshape(B, H_kv * n_rep, S, D)
 
-    rope=True rotates q and k per head with the "half" layout (HF LLaMA), base 10,000.
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head self-attention with bias-free q_proj, k_proj, v_proj and o_proj (HF's names).
+
+    Args:
+        d_model: width C; n_heads: H, divides d_model (head dim D = C / H).
+        n_kv_heads: H_kv key/value heads, divides n_heads; None means n_heads (MHA). k_proj and
+            v_proj map C to H_kv * D; H_kv = 1 is multi-query attention.
+        rope: rotate q and k per head with the "half" layout (HF LLaMA), base 10,000.
+        causal: mask future positions.
+    ``forward(x, cache=None)``: x (B, T, C) -> (B, T, C). With a ``KVCache`` the T new tokens
+    sit at positions cache.seq_len .. cache.seq_len + T - 1: their keys are rotated there, appended
+    to the cache (before ``repeat_kv``, so the cache holds H_kv heads), and the queries attend to
+    every cached key up to their own position.
     """
 
-    def __init__(self, d_model: int, n_heads: int, *, rope: bool = False, causal: bool = True):
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None, *,
+                 rope: bool = False, causal: bool = True):
         super().__init__()
-        check_int("MultiHeadAttention", "d_model", d_model, minimum=1)
-        check_int("MultiHeadAttention", "n_heads", n_heads, minimum=1)
+        fn = "MultiHeadAttention"
+        check_int(fn, "d_model", d_model, minimum=1)
+        check_int(fn, "n_heads", n_heads, minimum=1)
+        if n_kv_heads is None:
+            n_kv_heads = n_heads
+        check_int(fn, "n_kv_heads", n_kv_heads, minimum=1)
         if d_model % n_heads:
-            raise ValueError(f"MultiHeadAttention: d_model must be divisible by n_heads, "
+            raise ValueError(f"{fn}: d_model must be divisible by n_heads, "
                              f"got d_model={d_model}, n_heads={n_heads}")
-        if rope and (d_model // n_heads) % 2:
-            raise ValueError(f"MultiHeadAttention: RoPE needs an even head_dim, "
-                             f"got d_model // n_heads = {d_model // n_heads}")
-        self.n_heads, self.rope, self.causal = n_heads, rope, causal
+        if n_heads % n_kv_heads:
+            raise ValueError(f"{fn}: n_heads must be divisible by n_kv_heads (each group of "
+                             f"query heads shares one key/value head), got n_heads={n_heads}, "
+                             f"n_kv_heads={n_kv_heads}")
+        head_dim = d_model // n_heads
+        if rope and head_dim % 2:
+            raise ValueError(f"{fn}: RoPE needs an even head_dim, "
+                             f"got d_model // n_heads = {head_dim}")
+        self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, head_dim
+        self.rope, self.causal = rope, causal
         self.q_proj = nn.Linear(d_model, d_model, bias=False)
-        self.k_proj = nn.Linear(d_model, d_model, bias=False)
-        self.v_proj = nn.Linear(d_model, d_model, bias=False)
-        self.out_proj = nn.Linear(d_model, d_model, bias=False)
+        self.k_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=False)
+        self.v_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=False)
+        self.o_proj = nn.Linear(d_model, d_model, bias=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        if cache is not None and not isinstance(cache, KVCache):
+            raise TypeError(f"MultiHeadAttention: cache must be a KVCache or None, "
+                            f"got {type(cache).__name__}")
         B, T, C = x.shape
-        H = self.n_heads
-        # (B, T, C) -> (B, T, H, D) -> (B, H, T, D)
-        q, k, v = (proj(x).view(B, T, H, C // H).transpose(1, 2)
-                   for proj in (self.q_proj, self.k_proj, self.v_proj))
-        y = attention(q, k, v, causal=self.causal, rope="half" if self.rope else None)
-        return self.out_proj(y.transpose(1, 2).reshape(B, T, C))                # (B, T, C)
+        H, H_kv, D = self.n_heads, self.n_kv_heads, self.head_dim
+        q = self.q_proj(x).view(B, T, H, D).transpose(1, 2)                   # (B, H, T, D)
+        k = self.k_proj(x).view(B, T, H_kv, D).transpose(1, 2)                # (B, H_kv, T, D)
+        v = self.v_proj(x).view(B, T, H_kv, D).transpose(1, 2)                # (B, H_kv, T, D)
+        offset = 0 if cache is None else cache.seq_len
+        if self.rope:                      # rotate at absolute positions, before caching
+            positions = None if offset == 0 else torch.arange(offset, offset + T, device=x.device)
+            q, k = apply_rope(q, positions, layout="half"), apply_rope(k, positions, layout="half")
+        if cache is not None:
+            k, v = cache.update(k, v)                                          # (B, H_kv, S, D)
+        k, v = repeat_kv(k, H // H_kv), repeat_kv(v, H // H_kv)                # (B, H, S, D)
+        y = attention(q, k, v, causal=self.causal, offset=offset)              # (B, H, T, D)
+        return self.o_proj(y.transpose(1, 2).reshape(B, T, C))                 # (B, T, C)
 
     def extra_repr(self) -> str:
-        return f"n_heads={self.n_heads}, rope={self.rope}, causal={self.causal}"
+        return (f"n_heads={self.n_heads}, n_kv_heads={self.n_kv_heads}, rope={self.rope}, "
+                f"causal={self.causal}")

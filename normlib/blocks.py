@@ -48,6 +48,7 @@ class TransformerBlock(nn.Module):
 
     Args:
         d_model: width C; n_heads: divides d_model.
+        n_kv_heads: key/value heads of the attention (GQA), divides n_heads; None means n_heads.
         norm: "layernorm" | "rmsnorm" (DeepNorm is defined with LayerNorm; any norm is allowed).
         placement: "post" | "pre" | "deepnorm" | "sandwich".
         ffn: "relu" | "gelu" | "swish" | "glu" | "bilinear" | "reglu" | "geglu" | "swiglu".
@@ -59,10 +60,12 @@ class TransformerBlock(nn.Module):
             ``torch.func.stack_module_state`` and run under ``torch.vmap``; like any buffer it
             follows ``.to(dtype)``. A float32 or float64 x times the buffer equals x times the
             Python float bit for bit (the scalar is cast to x's compute dtype either way).
-    Input and output: (B, T, C).
+    ``forward(x, cache=None)``: (B, T, C) -> (B, T, C); ``cache`` is the attention's ``KVCache``
+    for step-by-step decoding (see ``MultiHeadAttention``).
     """
 
-    def __init__(self, d_model: int, n_heads: int, *, norm: str = "layernorm",
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None, *,
+                 norm: str = "layernorm",
                  placement: str = "pre", ffn: str = "relu", d_ff: int | None = None,
                  rope: bool = False, causal: bool = True, alpha: float = 1.0):
         super().__init__()
@@ -81,7 +84,7 @@ class TransformerBlock(nn.Module):
         self.placement = placement
         self.register_buffer("alpha", torch.tensor(float(alpha), dtype=torch.float64),
                              persistent=False)                 # 0-dim; see Args
-        self.attn = MultiHeadAttention(d_model, n_heads, rope=rope, causal=causal)
+        self.attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, rope=rope, causal=causal)
         self.ffn = make_ffn(ffn, d_model, d_ff)
         self.norm1, self.norm2 = make_norm(norm, d_model), make_norm(norm, d_model)
         if placement == "sandwich":   # a second norm on each sublayer's output
@@ -94,9 +97,10 @@ class TransformerBlock(nn.Module):
             return x + norm_out(f(norm(x)))
         return norm(self.alpha * x + f(x))            # post (alpha = 1) and deepnorm
 
-    def forward(self, x):                              # (B, T, C) -> (B, T, C)
+    def forward(self, x, cache=None):                  # (B, T, C) -> (B, T, C)
         sandwich = self.placement == "sandwich"
-        x = self._sublayer(x, self.attn, self.norm1, self.norm1_out if sandwich else None)
+        attn = self.attn if cache is None else (lambda h: self.attn(h, cache))
+        x = self._sublayer(x, attn, self.norm1, self.norm1_out if sandwich else None)
         return self._sublayer(x, self.ffn, self.norm2, self.norm2_out if sandwich else None)
 
     def extra_repr(self) -> str:

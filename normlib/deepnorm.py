@@ -4,7 +4,7 @@
 
 alpha (> 1) up-weights the residual at *run time* (see ``TransformerBlock(placement="deepnorm")``);
 beta (< 1) is used *once*, at initialization, as the xavier_normal_ gain of the FFN weights, v_proj
-and out_proj (q_proj and k_proj get gain 1). beta never scales activations at run time.
+and o_proj (q_proj and k_proj get gain 1). beta never scales activations at run time.
 """
 
 from __future__ import annotations
@@ -49,12 +49,12 @@ def deepnorm_constants(num_encoder_layers: int = 0, num_decoder_layers: int = 0)
 
 
 _GAIN_ONE = ("q_proj", "k_proj")
-_GAIN_BETA = ("v_proj", "out_proj")
+_GAIN_BETA = ("v_proj", "o_proj")
 
 
 def deepnorm_init_(module: nn.Module, beta: float) -> nn.Module:
     """DeepNet initialization, in place: xavier_normal_(gain=beta) for every feed-forward linear
-    layer (inside ``FeedForward`` / ``GLUFeedForward``), v_proj and out_proj; gain 1 for q_proj and
+    layer (inside ``FeedForward`` / ``GLUFeedForward``), v_proj and o_proj; gain 1 for q_proj and
     k_proj. Biases and every other parameter are left as they are.
 
     Returns the module, so ``model = deepnorm_init_(Model(...), beta)`` reads naturally.
@@ -77,6 +77,6 @@ def deepnorm_init_(module: nn.Module, beta: float) -> nn.Module:
                     nn.init.xavier_normal_(child.weight, gain=1.0 if leaf in _GAIN_ONE else beta)
                     found += 1
     if not found:
-        raise ValueError("deepnorm_init_: found no q_proj/k_proj/v_proj/out_proj or feed-forward "
+        raise ValueError("deepnorm_init_: found no q_proj/k_proj/v_proj/o_proj or feed-forward "
                          f"linear layers in {type(module).__name__}")
     return module

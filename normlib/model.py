@@ -25,14 +25,20 @@ from torch import nn
 from ._checks import check_int
 from .blocks import TransformerBlock, make_norm
 from .deepnorm import deepnorm_constants, deepnorm_init_
+from .kv_cache import KVCache
 
 __all__ = ["TinyTransformerLM"]
 
 
 class TinyTransformerLM(nn.Module):
     """Decoder-only LM: ``TinyTransformerLM(vocab_size, d_model, n_layers, n_heads, max_seq_len,
-    **block_options)``; block_options go to every ``TransformerBlock`` (norm, placement, ffn,
-    d_ff, rope, causal, alpha). ``forward(idx)`` maps token ids (B, T) to logits (B, T, V)."""
+    **block_options)``; block_options go to every ``TransformerBlock`` (n_kv_heads, norm,
+    placement, ffn, d_ff, rope, causal, alpha).
+
+    ``forward(idx, caches=None)`` maps token ids (B, T) to logits (B, T, V). For step-by-step
+    decoding pass ``caches``, one ``KVCache`` per block (``[KVCache() for _ in lm.blocks]``): the
+    T tokens are then positions caches[0].seq_len onwards, and each block appends its keys and
+    values; feeding a sequence in pieces gives the logits of feeding it whole."""
 
     def __init__(self, vocab_size: int, d_model: int, n_layers: int, n_heads: int,
                  max_seq_len: int, **block_options):
@@ -68,18 +74,27 @@ class TinyTransformerLM(nn.Module):
         if self.deepnorm_beta is not None:
             deepnorm_init_(self.blocks, self.deepnorm_beta)
 
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+    def forward(self, idx: torch.Tensor, caches: list[KVCache] | None = None) -> torch.Tensor:
         if not isinstance(idx, torch.Tensor) or idx.dim() != 2 or idx.dtype != torch.long:
             raise TypeError(f"TinyTransformerLM: idx must be a (B, T) tensor of token ids (long), "
                             f"got {getattr(idx, 'dtype', type(idx).__name__)} "
                             f"{tuple(getattr(idx, 'shape', ()))}")
+        if caches is not None and (not isinstance(caches, list | tuple)
+                                   or len(caches) != len(self.blocks)
+                                   or not all(isinstance(c, KVCache) for c in caches)):
+            raise TypeError(f"TinyTransformerLM: caches must be None or a list of "
+                            f"{len(self.blocks)} KVCache (one per block), got "
+                            f"{type(caches).__name__} {caches!r}")
         T = idx.shape[1]
-        if T > self.max_seq_len:
+        offset = 0 if caches is None else caches[0].seq_len                 # tokens already seen
+        if offset + T > self.max_seq_len:
             raise ValueError(f"TinyTransformerLM: sequence length must be <= max_seq_len="
-                             f"{self.max_seq_len}, got {T}")
+                             f"{self.max_seq_len}, got {offset + T}"
+                             + (f" ({offset} cached + {T} new)" if offset else ""))
         x = self.tok_emb(idx)                                               # (B, T, C)
         if self.pos_emb is not None:
-            x = x + self.pos_emb(torch.arange(T, device=idx.device))        # (T, C) broadcasts
-        for block in self.blocks:
-            x = block(x)
+            positions = torch.arange(offset, offset + T, device=idx.device)
+            x = x + self.pos_emb(positions)                                 # (T, C) broadcasts
+        for i, block in enumerate(self.blocks):
+            x = block(x, None if caches is None else caches[i])
         return self.lm_head(self.norm_f(x))                                 # (B, T, V)

@@ -57,7 +57,7 @@ def test_post_and_deepnorm_lms_stack_and_run_under_vmap():
     lms = [nl.TinyTransformerLM(20, 16, 2, 2, 8, placement=p, norm="rmsnorm").double()
            for p in ("post", "deepnorm")]
     lms.append(nl.TinyTransformerLM(20, 16, 2, 2, 8, placement="pre", norm="rmsnorm", rope=True,
-                                    ffn="swiglu").double())
+                                    ffn="swiglu", n_kv_heads=1).double())
     idx = torch.randint(20, (3, 8))
     for group in (lms[:2], lms[2:] * 2):
         params, buffers = stack_module_state(group)

@@ -37,7 +37,7 @@ def test_deepnorm_init_gains():
 
     for name in ("q_proj", "k_proj"):
         assert gain(getattr(block.attn, name)) == pytest.approx(1.0, rel=0.03)
-    for lin in (block.attn.v_proj, block.attn.out_proj, block.ffn.w1, block.ffn.w2):
+    for lin in (block.attn.v_proj, block.attn.o_proj, block.ffn.w1, block.ffn.w2):
         assert gain(lin) == pytest.approx(beta, rel=0.03)
     assert torch.equal(block.ffn.w1.bias, torch.zeros(1024)) or block.ffn.w1.bias.abs().max() < 1
 

@@ -76,7 +76,43 @@ CASES = [
     (lambda: nl.TinyTransformerLM(10, 8, 1, 2, 4)(torch.zeros(1, 5, dtype=torch.long)),
      ValueError, ["max_seq_len=4", "5"]),
     (lambda: nl.MarkovLanguage(vocab_size=4, branching=5), ValueError, ["branching", "5"]),
+    (lambda: nl.MultiHeadAttention(32, 4, 3), ValueError,
+     ["n_heads must be divisible by n_kv_heads", "n_heads=4", "n_kv_heads=3"]),
+    (lambda: nl.MultiHeadAttention(32, 4, 0), ValueError, ["n_kv_heads", ">= 1", "0"]),
+    (lambda: nl.TinyTransformerLM(10, 32, 1, 4, 8, n_kv_heads=3), ValueError, ["n_kv_heads=3"]),
+    (lambda: nl.MultiHeadAttention(8, 2)(torch.randn(1, 3, 8), cache={}), TypeError,
+     ["cache", "KVCache", "dict"]),
+    (lambda: nl.TinyTransformerLM(10, 8, 2, 2, 8)(torch.zeros(1, 3, dtype=torch.long),
+                                                  [nl.KVCache()]), TypeError,
+     ["caches", "2 KVCache", "list"]),
+    (lambda: _decode_past_max_seq_len(), ValueError,
+     ["max_seq_len=8", "9", "6 cached + 3 new"]),
+    (lambda: nl.KVCache().update(torch.randn(1, 2, 3, 4), torch.randn(1, 2, 5, 4)), ValueError,
+     ["k and v", "(1, 2, 3, 4)", "(1, 2, 5, 4)"]),
+    (lambda: _filled_cache().update(torch.randn(1, 1, 3, 4), torch.randn(1, 1, 3, 4)), ValueError,
+     ["(1, 1, 3, 4)", "(1, 2, 3, 4)", "except along S"]),
+    (lambda: nl.KVCache().update(torch.randn(2, 3, 4), torch.randn(2, 3, 4)), ValueError,
+     ["k", "(B, H_kv, T, D)", "(2, 3, 4)"]),
+    (lambda: nl.attention(x, x, x, offset=-1), ValueError, ["offset", ">= 0", "-1"]),
+    (lambda: nl.repeat_kv(torch.randn(2, 3, 4), 2), ValueError, ["(B, H_kv, S, D)", "(2, 3, 4)"]),
+    (lambda: nl.repeat_kv(torch.randn(1, 2, 3, 4), 0), ValueError, ["n_rep", ">= 1", "0"]),
+    (lambda: nl.kv_cache_bytes(32, 8, 128, -1), ValueError, ["seq_len", ">= 0", "-1"]),
+    (lambda: nl.kv_cache_bytes(32, 8.0, 128, 10), TypeError, ["n_kv_heads", "int", "8.0"]),
 ]
+
+
+def _decode_past_max_seq_len():
+    """6 tokens in the caches of a model with max_seq_len 8: 3 more do not fit."""
+    lm = nl.TinyTransformerLM(10, 8, 2, 2, 8)
+    caches = [nl.KVCache() for _ in lm.blocks]
+    lm(torch.zeros(1, 6, dtype=torch.long), caches)
+    lm(torch.zeros(1, 3, dtype=torch.long), caches)
+
+
+def _filled_cache():
+    cache = nl.KVCache()
+    cache.update(torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4))
+    return cache
 
 
 @pytest.mark.parametrize("call,exc,words", CASES, ids=[str(i) for i in range(len(CASES))])
