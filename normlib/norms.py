@@ -211,8 +211,9 @@ def layer_norm(
     _check_affine(fn, "bias", bias, x, dims)
     xf = x.to(compute_dtype(x))
     mu = xf.mean(dim=dims, keepdim=True)                       # keepdim: (..., 1) broadcasts
-    sigma2 = xf.var(dim=dims, unbiased=False, keepdim=True)    # biased, as nn.LayerNorm
-    y = (xf - mu) * torch.rsqrt(sigma2 + eps)                  # eps inside the sqrt
+    xc = xf - mu
+    sigma2 = (xc * xc).mean(dim=dims, keepdim=True)            # biased (divide by n), as nn.LayerNorm
+    y = xc * torch.rsqrt(sigma2 + eps)                         # eps inside the sqrt
     if weight is not None:
         y = y * weight.to(y.dtype)
     if bias is not None:
