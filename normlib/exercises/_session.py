@@ -221,6 +221,13 @@ class Session:
         does not); the first in the list wins a tie. A catalogue key none of whose mutants is
         consistent with the learner's output here (it differs from the reference, and from the
         learner's output) is refuted for the whole session."""
+        best, seen, consistent = self.judge(got, want, mutants, tol)
+        self.refuted |= seen - consistent
+        return best
+
+    def judge(self, got, want, mutants, tol) -> tuple[str | None, set, set]:
+        """(the closest matching mutant's key, the keys tried, the keys consistent with ``got``):
+        ``match`` without refuting, for a checker that weighs several references (RoPE)."""
         loose = (tol[0] * 3, tol[1] * 3)
         best, best_error = None, float("inf")
         consistent, seen = set(), set()
@@ -240,8 +247,7 @@ class Session:
                 error = max_error(got, m)
                 if error < best_error:
                     best, best_error = key, error
-        self.refuted |= seen - consistent
-        return best
+        return best, seen, consistent
 
     def expect_tensor(self, got, want: torch.Tensor, mutants=(), tol=None, what="output") -> None:
         """Type, shape and dtype of a tensor output (before its values)."""

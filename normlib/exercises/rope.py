@@ -13,6 +13,7 @@ import torch
 import normlib as nl
 
 from ._compare import close, label, randn, tolerance
+from ._probes import fmt, near, output
 from ._session import Fail, Session
 from .result import CheckResult
 
@@ -139,8 +140,11 @@ def check_rope(fn, *, time_limit: float = 3.0) -> CheckResult:
                 return f"found the {LAYOUT_NAMES[matches[0]]}"
             if matches:
                 return None
-            for lay in layouts:
-                key = s.match(got, wants[lay], _mutants(x, base, lay), tol)
+            judged = [(lay, *s.judge(got, wants[lay], _mutants(x, base, lay), tol))
+                      for lay in layouts]
+            s.refuted |= set.union(*(seen for *_, seen, _ in judged)) - set.union(
+                *(consistent for *_, consistent in judged))
+            for lay, key, _, _ in judged:
                 if key:
                     raise Fail(f"wrong values (looks like: {s.short(key)}; {lay} layout)", key)
             raise Fail(f"wrong values (the first check found the {found[0]} layout)" if found
@@ -160,4 +164,124 @@ def check_rope(fn, *, time_limit: float = 3.0) -> CheckResult:
         fn, lambda x: nl.apply_rope(x, layout=layouts[0]), {"x": x},
         mutants=[(k, (lambda x, lay=lay, i=i: _mutants(x, 10000.0, lay)[i][1]()))
                  for lay in layouts for i, (k, _) in enumerate(_mutants(x, 10000.0, lay))]))
+    s.probe(*_probes(s, fn))
     return s.result()
+
+
+def _probes(s: Session, fn) -> list:
+    """Property probes, float64, D = 8, base 100 (so that every pair turns by less than pi at
+    position 1): identical rows across heads, position 0 unchanged, norms kept, then a basis vector
+    in each pair's first feature at position 1 (which partner, which direction, which frequency),
+    then which position each row gets."""
+    D, base = 8, 100.0
+    v = randn(D, seed=900, dtype=torch.float64)
+    layout: list[str] = []
+
+    def rope(x):
+        return output(s, fn, x, base=base, like=x)
+
+    def heads():
+        x = v.expand(1, 3, 4, D).clone()
+        y = rope(x)
+        if not near(y[:, 1:], y[:, :1].expand_as(y[:, 1:]), 1e-6, 1e-9):
+            return ("positions_wrong_dim", "Identical rows in different heads (dim -3) came out "
+                    "different: your positions run along dim -3. In x (..., T, D) the position is "
+                    "the index along dim -2.")
+        return None
+
+    def position_zero():
+        x = randn(1, 1, 3, D, seed=901, dtype=torch.float64)
+        y = rope(x)
+        if near(y[..., 0, :], x[..., 0, :], 1e-6, 1e-9):
+            return None
+        if not near(y.norm(dim=-1), x.norm(dim=-1), 1e-6, 1e-9):
+            return ("not_rotation", "At position 0 your output is not x itself, and the norms of "
+                    "the rows change: a rotation keeps every pair's length. Each pair (x0, x1) "
+                    "becomes (x0 cos - x1 sin, x0 sin + x1 cos), with cos = 1, sin = 0 at "
+                    "position 0.")
+        for lay in _LAYOUTS:
+            for p, key, text in ((1, "positions_from_one", "1: positions start at 0"),
+                                 (2, "positions", "2 (T - 1): positions are counted from the end; "
+                                  "the first row is position 0")):
+                pos = torch.full((3,), float(p), dtype=torch.float64)
+                if near(y[..., 0, :], nl.apply_rope(x, pos, base=base, layout=lay)[..., 0, :],
+                        1e-6, 1e-9):
+                    return (key, f"Your first row (position 0) is rotated as position {text}.")
+        return ("positions", "Your first row (position 0) changes; at position 0 every angle is 0 "
+                "and the output must equal the input (cos = 1, sin = 0).")
+
+    def norms():
+        x = randn(1, 2, 5, D, seed=902, dtype=torch.float64)
+        y = rope(x)
+        if near(y.norm(dim=-1), x.norm(dim=-1), 1e-6, 1e-9):
+            return None
+        return ("not_rotation", "The norms of your output rows differ from the input's: a rotation "
+                "keeps every pair's length, (x0 cos - x1 sin)^2 + (x0 sin + x1 cos)^2 = x0^2 + x1^2.")
+
+    def turns(b):
+        """The angle each pair turns by at position 1 with base b (a unit vector in its first
+        feature), or a (key, sentence) when a unit vector leaves its pair."""
+        measured = []
+        for i in range(D // 2):
+            for lay, first, partner in (("interleaved", 2 * i, 2 * i + 1), ("half", i, i + D // 2)):
+                if layout and lay != layout[0]:
+                    continue
+                x = torch.zeros(1, 1, 2, D, dtype=torch.float64)
+                x[..., first] = 1.0
+                y = output(s, fn, x, base=b, like=x)[0, 0, 1]           # position 1
+                others = [j for j in range(D) if j not in (first, partner)]
+                if near(y[others], torch.zeros(len(others), dtype=torch.float64), 0, 1e-9) and (
+                        i > 0 or abs(float(y[partner])) > 1e-6):
+                    layout[:] = [lay]
+                    measured.append(float(torch.atan2(y[partner], y[first])))
+                    break
+            else:
+                return ("pairs_mixed", f"A unit vector in feature {2 * i} (or {i}) at position 1 "
+                        "spreads to features outside its pair: each feature pairs with one partner, "
+                        "2i + 1 (interleaved) or i + D/2 (split halves), and the two share the "
+                        "angle of pair i.")
+        return torch.tensor(measured, dtype=torch.float64)
+
+    def pairs():
+        got, got4 = turns(base), turns(4 * base)
+        if isinstance(got, tuple):
+            return got
+        i = torch.arange(D // 2, dtype=torch.float64)
+        theta = base ** (-2 * i / D)
+        if near(got, theta, 1e-6, 1e-9) and near(got4, (4 * base) ** (-2 * i / D), 1e-6, 1e-9):
+            return None
+        shown = ", ".join(fmt(a) for a in got.tolist())
+        want = ", ".join(fmt(float(t)) for t in theta)
+        if near(got, -theta, 1e-6, 1e-9):
+            return ("minus_theta", f"At position 1 your pairs turn by {shown} radians: clockwise, "
+                    "-theta. LLaMA, HF and this exercise turn by +theta: y0 = x0 cos - x1 sin, "
+                    "y1 = x0 sin + x1 cos.")
+        if near(got, got4, 1e-6, 1e-9):
+            return ("base_ignored", f"Your angles do not change when base goes from 100 to 400 "
+                    f"(at position 1: {shown} radians): use the base argument, "
+                    "theta_i = base^(-2i/D).")
+        if near(got, base ** (-i / D), 1e-6, 1e-9):
+            return ("frequency_exponent", f"At position 1 your pairs turn by {shown} radians, i.e. "
+                    f"theta_i = base^(-i/D); expected theta_i = base^(-2i/D) = {want}.")
+        return ("frequencies", f"At position 1 (base 100, D = 8) your pairs turn by {shown} "
+                f"radians; RoPE's frequencies are theta_i = base^(-2i/D) = {want}: from 1 down, "
+                "falling by a factor base^(2/D) per pair.")
+
+    def positions():
+        if not layout:
+            return None
+        T = 5
+        x = v.expand(1, 1, T, D).clone()
+        y = rope(x)
+        table = nl.apply_rope(v.expand(1, 1, 2 * T, D).clone(), base=base, layout=layout[0])
+        got = []
+        for t in range(T):
+            hits = [p for p in range(2 * T) if near(y[0, 0, t], table[0, 0, p], 1e-6, 1e-9)]
+            got.append(hits[0] if hits else None)
+        if got == list(range(T)):
+            return None
+        return ("positions", f"Rows 0 .. {T - 1} of your output get positions "
+                f"{', '.join('?' if p is None else str(p) for p in got)}; row t of x (..., T, D) "
+                "is position t (torch.arange(T)).")
+
+    return [heads, position_zero, norms, pairs, positions]
