@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import matplotlib as mpl
+import warnings
 
-__all__ = ["COLORS", "color", "lecture_mode", "reading_mode"]
+import matplotlib as mpl
+from matplotlib import _text_helpers, font_manager
+
+__all__ = ["CJK_FONTS", "COLORS", "cjk_fonts", "color", "lecture_mode", "reading_mode"]
 
 # One colour per method, the same in every lesson (colour-blind-safe Okabe-Ito hues first).
 COLORS = {
@@ -47,9 +50,54 @@ _LECTURE = {**_BASE, "font.size": 16, "axes.titlesize": 17, "axes.labelsize": 16
 _KEYS = sorted(set(_READING) | set(_LECTURE))
 
 
+# Chinese text in plots (a learner's own labels, say). matplotlib falls back glyph by glyph along
+# font.family: DejaVu Sans, its default, draws Latin letters, digits and symbols as before, and the
+# first installed font of this list draws the Chinese characters (Linux, Adobe's name for the same
+# font, macOS, Windows, older Linux). Mathtext ($...$) does not fall back: put Chinese outside it.
+CJK_FONTS = ("Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Hiragino Sans GB",
+             "Microsoft YaHei", "SimHei", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei",
+             "Noto Sans CJK JP", "Arial Unicode MS")
+NO_CJK_FONT = (
+    "normlib.viz: no CJK font found (looked for {fonts}), so Chinese text in plots shows as empty "
+    "boxes. Install one (README, 'Chinese fonts'): Debian/Ubuntu `sudo apt-get install "
+    "fonts-noto-cjk`, Fedora `sudo dnf install google-noto-sans-cjk-fonts`; macOS and Windows ship "
+    "PingFang SC and Microsoft YaHei. Then delete matplotlib's font cache (fontlist-*.json in "
+    "{cache}) and restart the kernel.")
+_CJK_RANGES = ((0x2E80, 0x9FFF), (0xAC00, 0xD7AF), (0xF900, 0xFAFF), (0xFE30, 0xFE4F),
+               (0xFF00, 0xFFEF), (0x20000, 0x3FFFF))
+
+
+def cjk_fonts() -> list[str]:
+    """The fonts of CJK_FONTS that matplotlib finds on this machine, in CJK_FONTS' order."""
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    return [name for name in CJK_FONTS if name in installed]
+
+
+def _is_cjk(codepoint: int) -> bool:
+    return any(low <= codepoint <= high for low, high in _CJK_RANGES)
+
+
+_warned_no_cjk = False
+
+
+def _warn_on_missing_glyph(codepoint, fontnames, _matplotlib=_text_helpers.warn_on_missing_glyph):
+    """matplotlib warns once per missing glyph; for Chinese (CJK) characters, warn once in all,
+    saying how to install a font. Only drawing such a character warns, so a machine without a CJK
+    font runs the English lessons with no warning."""
+    global _warned_no_cjk
+    if not _is_cjk(codepoint):
+        _matplotlib(codepoint, fontnames)
+    elif not _warned_no_cjk:
+        _warned_no_cjk = True
+        warnings.warn(NO_CJK_FONT.format(fonts=", ".join(CJK_FONTS), cache=mpl.get_cachedir()),
+                      stacklevel=2)
+
+
 def _apply(style: dict) -> None:
     mpl.rcParams.update({key: mpl.rcParamsDefault[key] for key in _KEYS})
     mpl.rcParams.update(style)
+    mpl.rcParams["font.family"] = ["DejaVu Sans", *cjk_fonts()]
+    _text_helpers.warn_on_missing_glyph = _warn_on_missing_glyph
 
 
 def reading_mode() -> None:
