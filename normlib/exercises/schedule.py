@@ -69,6 +69,15 @@ WARMUP_MUTANTS = [
 ]
 
 
+def _pair(got: float, want: float) -> str:
+    """'0.99970, expected 0.99975': as many digits as it takes to show the difference."""
+    for digits in range(4, 18):
+        a, b = f"{got:.{digits}g}", f"{want:.{digits}g}"
+        if a != b:
+            return f"{a}, expected {b}"
+    return f"{got!r}, expected {want!r}"
+
+
 def _as_float(value, step):
     if isinstance(value, torch.Tensor) and value.numel() == 1:
         return float(value)
@@ -104,8 +113,7 @@ def check_warmup_cosine(fn, *, time_limit: float = 3.0) -> CheckResult:
                           [(k, (lambda m=m: torch.tensor(m()))) for k, m in muts], (1e-6, 1e-6))
             k = bad[0]
             hint = f" (looks like: {s.short(key)})" if key else ""
-            raise Fail(f"step {k}: {got[k]:.4f}, expected {want[k]:.4f}{hint}",
-                       key or "wrong_values")
+            raise Fail(f"step {k}: {_pair(got[k], want[k])}{hint}", key or "wrong_values")
         return check
 
     s.run("warmup 10, total 100, default min_ratio", schedule(10, 100, 0.0, pass_min=False))
@@ -113,4 +121,70 @@ def check_warmup_cosine(fn, *, time_limit: float = 3.0) -> CheckResult:
     s.run("warmup 1, total 10, min_ratio 0.0", schedule(1, 10, 0.0))
     s.run("no warmup (0), total 20, min_ratio 0.2", schedule(0, 20, 0.2))
     s.run("warmup 30, total 40, min_ratio 0.05", schedule(30, 40, 0.05))
+    s.probe(*_probes(s, fn))
     return s.result()
+
+
+def _probes(s: Session, fn) -> list:
+    """The schedule at the steps where each property shows (warmup 10, total 100, min_ratio 0.1):
+    0 and W - 1 (the ramp), W (the peak), (W + S) / 2 and the quarter points (the half
+    cosine), S - 1, S and S + 10 (the end and the floor); and warmup_steps = 0."""
+    W, S, r = 10, 100, 0.1
+    ref = nl.cosine_with_warmup(W, S, r)
+
+    def at(k, w=W, total=S, ratio=r):
+        return _as_float(s.call(fn, k, w, total, ratio), k)
+
+    def say(k, got, want):
+        return f"at step {k} (warmup {W}, total {S}, min_ratio {r}) you return {_pair(got, want)}"
+
+    def zero_warmup():
+        got = at(0, 0, 20, 0.2)
+        if abs(got - 1.0) > 1e-6:
+            return ("zero_warmup", f"With warmup_steps = 0 step 0 returns {_pair(got, 1.0)}: with "
+                    "no warmup the schedule starts at its peak, 1; do not divide by "
+                    "warmup_steps then.")
+        return None
+
+    def ramp():
+        bad = [(k, at(k), ref(k)) for k in (0, 1, W // 2, W - 1) if abs(at(k) - ref(k)) > 1e-6]
+        if not bad:
+            return None
+        k, got, want = bad[0]
+        return ("warmup_ramp", f"The warmup ramp is off: {say(k, got, want)}. During warmup the "
+                "multiplier is step / warmup_steps: 0 at step 0, (W - 1) / W just before the peak.")
+
+    def peak():
+        if abs(at(W) - 1.0) > 1e-6:
+            return ("off_by_one", f"The peak is off: {say(W, at(W), 1.0)}. The multiplier is "
+                    "exactly 1 at step == warmup_steps, where the cosine starts (progress 0).")
+        return None
+
+    def end():
+        for k, key, text in ((S, "decay_end", "the cosine must reach min_ratio exactly at "
+                              "total_steps: progress (step - W) / (S - W) is 1 there"),
+                             (S + 10, "floor", "after total_steps the multiplier stays at "
+                              "min_ratio (clamp the progress at 1)")):
+            if abs(at(k) - ref(k)) > 1e-6:
+                if k == S and abs(at(k)) < 1e-9:
+                    return ("min_ratio_ignored", f"{say(k, at(k), ref(k))}: the cosine must end "
+                            "at min_ratio, not 0: min_ratio + (1 - min_ratio) * 0.5 * (1 + cos(pi "
+                            "* progress)).")
+                return (key, f"{say(k, at(k), ref(k)).capitalize()}: {text}.")
+        return None
+
+    def shape():
+        q = [W + (S - W) * f // 4 for f in (1, 2, 3)]
+        bad = [(k, at(k), ref(k)) for k in q if abs(at(k) - ref(k)) > 1e-6]
+        if not bad:
+            return None
+        lin = all(abs(at(k) - (r + (1 - r) * (1 - (k - W) / (S - W)))) < 1e-6 for k in q)
+        k, got, want = bad[0]
+        if lin:
+            return ("linear_decay", f"Your decay is a straight line ({say(k, got, want)}): the "
+                    "decay is a half cosine, 0.5 * (1 + cos(pi * progress)).")
+        return ("decay_shape", f"The decay is not the half cosine: {say(k, got, want)}. Halfway "
+                "(progress 0.5) it must be (1 + min_ratio) / 2; the curve is min_ratio + "
+                "(1 - min_ratio) * 0.5 * (1 + cos(pi * progress)).")
+
+    return [zero_warmup, ramp, peak, end, shape]
