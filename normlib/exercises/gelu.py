@@ -13,6 +13,7 @@ import torch
 import normlib as nl
 
 from ._compare import bind, label, randn, tolerance
+from ._probes import fmt, near, output
 from ._session import Session
 from .result import CheckResult
 
@@ -88,4 +89,65 @@ def check_gelu_tanh(fn, *, time_limit: float = 3.0) -> CheckResult:
     x = randn(3, 5, seed=40, dtype=torch.float64, scale=2.0)
     s.run(label(x.dtype, x.shape, "backward"), lambda: s.expect_grads(
         fn, lambda x: nl.gelu(x, approximate="tanh"), {"x": x}, mutants=GELU_MUTANTS))
+    s.probe(*_probes(s, fn))
     return s.result()
+
+
+def _probes(s: Session, fn) -> list:
+    """GELU at chosen points, float64: the tails (x = +-10, +-30: x and 0), then the inner term
+    u(x) = atanh(2 f(x) / x - 1) at x = 0.5, 1, 1.5, which for the tanh form is
+    c x + c k x^3: fitted c and k against sqrt(2/pi) = 0.797885 and 0.044715."""
+
+    def f(*points):
+        x = torch.tensor(points, dtype=torch.float64)
+        return output(s, fn, x, like=x)
+
+    def tails():
+        y = f(10.0, 30.0, -10.0, -30.0)
+        want = torch.tensor([10.0, 30.0, 0.0, 0.0], dtype=torch.float64)
+        if near(y, want, 1e-6, 1e-6):
+            return None
+        shown = f"f(10) = {fmt(float(y[0]))}, f(-10) = {fmt(float(y[2]))}"
+        if near(y, torch.tensor([1.0, 1.0, 0.0, 0.0], dtype=torch.float64), 1e-6, 1e-6):
+            return ("not_times_x", f"{shown}: your values stay between 0 and 1, the weight "
+                    "Phi(x) alone. GELU multiplies it by x: 0.5 x (1 + tanh(...)).")
+        if near(y, 2 * want, 1e-6, 1e-6):
+            return ("missing_half", f"{shown}: twice GELU's (x for large x). The factor 0.5 "
+                    "is missing: 0.5 x (1 + tanh(...)).")
+        if near(y, torch.tensor([5.0, 15.0, 5.0, 15.0], dtype=torch.float64), 1e-6, 1e-6):
+            return ("missing_one", f"{shown}: 0.5 |x| on both sides. The 1 + is missing: "
+                    "0.5 x (1 + tanh(...)), so that large negative x gives 0.")
+        if near(y[:2], want[:2], 1e-6, 1e-6):
+            return ("negative_tail", f"{shown}: for large negative x GELU goes to 0 (x times "
+                    "a weight that goes to 0, 1 + tanh(-large) = 0); yours does not. Check the "
+                    "function inside: tanh, not sigmoid, in 0.5 x (1 + tanh(...)).")
+        return ("tails", f"{shown}: GELU is about x for large x and about 0 for large negative x.")
+
+    def inner():
+        pts = (0.5, 1.0, 1.5)
+        x = torch.tensor(pts, dtype=torch.float64)
+        a = 2 * f(*pts) / x - 1
+        if not bool((a.abs() < 1).all()):
+            return None
+        u = torch.atanh(a) / x                           # c + c k x^2 for the tanh form
+        ck = float((u[1] - u[0]) / (x[1] ** 2 - x[0] ** 2))
+        c = float(u[0] - ck * x[0] ** 2)
+        if abs(float(u[2]) - (c + ck * float(x[2]) ** 2)) > 1e-6:
+            return None                                  # not of the tanh form: the catalogue
+        k = ck / c
+        if abs(c - _C) > 1e-6:
+            return ("wrong_sqrt_constant", f"Fitting your function to 0.5 x (1 + tanh(c (x + k "
+                    f"x^3))) gives c = {fmt(c)}: the constant is sqrt(2 / pi) = {fmt(_C)} (check "
+                    "for sqrt(2) / pi, 2 / pi or sqrt(pi / 2)).")
+        if abs(k - 0.044715) > 1e-6:
+            if abs(k) < 1e-9:
+                return ("no_cubic_term", "Fitting your function to 0.5 x (1 + tanh(c (x + k x^3))) "
+                        "gives k = 0: the cubic correction 0.044715 x^3 is missing.")
+            where = " (0.044715 sits outside the bracket: it must be multiplied by sqrt(2/pi) " \
+                "too)" if abs(ck - 0.044715) < 1e-6 else ""
+            return ("cubic_coefficient", f"Fitting your function to 0.5 x (1 + tanh(c (x + k "
+                    f"x^3))) gives c = {fmt(c)} (right) and k = {fmt(k)}: the cubic coefficient "
+                    f"is 0.044715{where}.")
+        return None
+
+    return [tails, inner]
