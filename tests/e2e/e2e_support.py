@@ -31,8 +31,11 @@ RESULTS: dict[str, dict] = {}
 
 
 def notebook_paths() -> list[pathlib.Path]:
-    """Every lesson and exercise notebook, found by glob so new ones are picked up."""
-    return sorted(p for p in NOTEBOOKS.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    """Every lesson and exercise notebook, found by glob so new ones are picked up. Not the Chinese
+    edition (notebooks/zh/): its code and outputs are the English notebooks' (make
+    check-translations), so test_chinese.py only opens it and checks that its Chinese renders."""
+    return sorted(p for p in NOTEBOOKS.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
+                  and p.relative_to(NOTEBOOKS).parts[0] != "zh")
 
 
 def is_lesson(path: pathlib.Path) -> bool:
@@ -273,3 +276,54 @@ def wait_until(page, js: str, timeout_s: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what} did not happen within {timeout_s:.0f} s")
         page.wait_for_timeout(100)
+
+
+# ------------------------------------------------------------ page-side probe: Chinese glyphs
+
+# Whether Chinese text is drawn with real glyphs. In the first element matching the selector whose
+# text has Chinese (Han) characters, each distinct Han character is drawn on a canvas in the
+# element's computed font (the browser falls back to the same fonts as for the element itself),
+# and so is U+0378, an unassigned code point that no font has: the browser draws it as the missing-
+# glyph box. A character drawn as that box, drawn as nothing, or drawn exactly like another Han
+# character (every missing glyph is the same box) is reported. Without a CJK font, all are.
+GLYPHS_JS = r"""(selector) => {
+  const han = /\p{Script=Han}/u;
+  const el = [...document.querySelectorAll(selector)].find(e => han.test(e.textContent));
+  if (!el) return null;
+  const style = getComputedStyle(el);
+  const size = Math.ceil(parseFloat(style.fontSize));
+  const canvas = document.createElement('canvas');
+  canvas.width = canvas.height = 2 * size;
+  const ctx = canvas.getContext('2d', {willReadFrequently: true});
+  ctx.font = `${style.fontStyle} ${style.fontWeight} ${size}px ${style.fontFamily}`;
+  const draw = (ch) => {
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
+    ctx.fillText(ch, size / 2, 1.5 * size);
+    return ctx.getImageData(0, 0, canvas.width, canvas.height).data
+              .filter((_, i) => i % 4 === 3).join(',');
+  };
+  const box = draw('\u0378');
+  const chars = [...new Set([...el.textContent].filter(c => han.test(c)))];
+  const seen = new Map(), bad = [];
+  for (const c of chars) {
+    const image = draw(c);
+    if (image === box) bad.push(`${c} (the missing-glyph box)`);
+    else if (!/[1-9]/.test(image)) bad.push(`${c} (nothing drawn)`);
+    else if (seen.has(image)) bad.push(`${c} (drawn exactly like ${seen.get(image)})`);
+    else seen.set(image, c);
+  }
+  return {text: el.textContent.trim().slice(0, 80), font: ctx.font, chars: chars.length, bad};
+}"""
+
+
+def glyph_problems(found, where: str) -> str | None:
+    """A failure message for GLYPHS_JS's result, or None when the Chinese renders."""
+    if found is None:
+        return f"{where}: no heading with Chinese characters to check"
+    if found["chars"] < 2:
+        return f"{where}: the heading {found['text']!r} has {found['chars']} Chinese character(s)"
+    if found["bad"]:
+        return (f"{where}: the Chinese heading {found['text']!r} renders as empty boxes, no CJK font "
+                f"(font {found['font']}): {', '.join(found['bad'][:6])}. Install one: "
+                "apt-get install fonts-noto-cjk (README, 'Chinese fonts').")
+    return None
