@@ -2,9 +2,9 @@
 
 Every layer that PyTorch also ships matches PyTorch's numbers (see tests/). Modules, one idea each:
 norms (BatchNorm, LayerNorm, RMSNorm), deepnorm, blocks (Post/Pre/DeepNorm/Sandwich placement),
-schedules (warmup), activations (activations, GLU variants, FFNs), rope, attention (MHA, GQA,
-MQA), kv_cache (a KV cache for decoding), model (TinyTransformerLM), data (a synthetic language),
-train (a training loop), viz (plot style).
+schedules (warmup), activations (activations, GLU variants, FFNs), rope, rope_scaling (context
+extension), attention (MHA, GQA, MQA), kv_cache (a KV cache for decoding), model
+(TinyTransformerLM), data (a synthetic language), train (a training loop), viz (plot style).
 """
 
 from .activations import (
@@ -36,6 +36,13 @@ from .rope import (
     rope_decay_bound,
     rope_frequencies,
 )
+from .rope_scaling import (
+    linear_scaling_frequencies,
+    llama3_frequencies,
+    ntk_scaling_frequencies,
+    yarn_attention_factor,
+    yarn_frequencies,
+)
 from .schedules import cosine_with_warmup, inverse_sqrt, linear_warmup
 from .train import lm_loss, train_ensemble, train_lm
 
@@ -48,5 +55,7 @@ __all__ = [
     "BatchNorm", "LayerNorm", "RMSNorm", "batch_norm", "layer_norm", "rms_norm",
     "ROPE_LAYOUTS", "apply_rope", "apply_rope_complex", "half_to_interleaved",
     "rope_decay_bound", "rope_frequencies",
+    "linear_scaling_frequencies", "llama3_frequencies", "ntk_scaling_frequencies",
+    "yarn_attention_factor", "yarn_frequencies",
     "cosine_with_warmup", "inverse_sqrt", "linear_warmup", "lm_loss", "train_ensemble", "train_lm",
 ]

@@ -38,7 +38,7 @@ def rope_frequencies(head_dim: int, base: float = 10000.0, *, dtype: torch.dtype
     return (base ** (-2 * i / head_dim)).to(dtype)
 
 
-def _angles(fn: str, x: torch.Tensor, positions, base: float, dtype) -> torch.Tensor:
+def _angles(fn: str, x: torch.Tensor, positions, base: float, dtype, theta=None) -> torch.Tensor:
     """m * theta_i for every position: (T, D/2) in ``dtype``."""
     check_tensor(fn, "x", x)
     check_number(fn, "base", base, positive=True)
@@ -55,12 +55,19 @@ def _angles(fn: str, x: torch.Tensor, positions, base: float, dtype) -> torch.Te
     elif positions.shape != (T,):
         raise ValueError(f"{fn}: positions must have shape ({T},) to match T = x.shape[-2], "
                          f"got {tuple(positions.shape)}")
-    theta = rope_frequencies(D, base, dtype=torch.float64, device=x.device)
-    return (positions.to(torch.float64)[:, None] * theta[None, :]).to(dtype)    # (T, D/2)
+    if theta is None:
+        theta = rope_frequencies(D, base, dtype=torch.float64, device=x.device)
+    else:
+        check_tensor(fn, "theta", theta)
+        if theta.shape != (D // 2,):
+            raise ValueError(f"{fn}: theta must have shape ({D // 2},) = (head_dim / 2,), "
+                             f"got {tuple(theta.shape)}")
+    # float64 product, one rounding to dtype: a float32 theta gives HF's float32 angles exactly
+    return (positions.to(torch.float64)[:, None] * theta.to(torch.float64)[None, :]).to(dtype)
 
 
 def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0,
-               layout: str = "interleaved") -> torch.Tensor:
+               layout: str = "interleaved", theta: torch.Tensor | None = None) -> torch.Tensor:
     """Rotate each feature pair of x by position * theta_i.
 
     Args:
@@ -68,12 +75,14 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
         positions: (T,) positions m of the T rows, default 0 .. T-1.
         base: the frequency base (10,000; LLaMA-3 uses 500,000).
         layout: "interleaved" (pairs 2i, 2i+1) or "half" (pairs i, i + D/2).
+        theta: (D/2,) frequencies to use instead of base^(-2i/D), e.g. rescaled ones from
+            ``normlib.rope_scaling`` (HF's ``inv_freq``); base is then unused.
     Returns:
         (..., T, D) in x's dtype (fp16/bf16 are rotated in float32). Norms are preserved.
     """
     check_choice("apply_rope", "layout", layout, ROPE_LAYOUTS)
     dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-    angle = _angles("apply_rope", x, positions, base, dtype)                   # (T, D/2)
+    angle = _angles("apply_rope", x, positions, base, dtype, theta)            # (T, D/2)
     cos, sin = angle.cos(), angle.sin()
     xf = x.to(dtype)
     if layout == "interleaved":

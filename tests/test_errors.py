@@ -98,6 +98,15 @@ CASES = [
     (lambda: nl.repeat_kv(torch.randn(1, 2, 3, 4), 0), ValueError, ["n_rep", ">= 1", "0"]),
     (lambda: nl.kv_cache_bytes(32, 8, 128, -1), ValueError, ["seq_len", ">= 0", "-1"]),
     (lambda: nl.kv_cache_bytes(32, 8.0, 128, 10), TypeError, ["n_kv_heads", "int", "8.0"]),
+    (lambda: nl.apply_rope(torch.randn(5, 8), theta=torch.ones(8)), ValueError,
+     ["theta", "(4,)", "(8,)"]),
+    (lambda: nl.apply_rope(torch.randn(5, 8), theta=[1.0] * 4), TypeError, ["theta", "list"]),
+    (lambda: nl.linear_scaling_frequencies(64, factor=0.5), ValueError, ["factor", ">= 1", "0.5"]),
+    (lambda: nl.ntk_scaling_frequencies(63, factor=2.0), ValueError, ["even head_dim", "63"]),
+    (lambda: nl.yarn_frequencies(64, factor=4.0, original_max_position_embeddings=0), ValueError,
+     ["original_max_position_embeddings", ">= 1", "0"]),
+    (lambda: nl.llama3_frequencies(64, low_freq_factor=4.0, high_freq_factor=1.0), ValueError,
+     ["high_freq_factor", "low_freq_factor", "4.0", "1.0"]),
 ]
 
 

@@ -91,3 +91,61 @@ def test_decay_bound():
     close(b[0], torch.tensor(65 / 2, dtype=torch.float64))        # S_j = j at distance 0
     assert b[250:].mean() < 0.25 * b[0]                            # decays with distance
     assert nl.rope_decay_bound(128, 300, base=500000.0)[50:].mean() > b[50:].mean()  # slower
+
+
+# ----------------------------------------------------------------- RoPE beyond the training length
+# (HF's implementations of the same four methods are compared in test_hf_parity.py.)
+f64 = torch.float64
+
+
+def test_explicit_theta_equals_the_base():
+    x = torch.randn(2, 7, 16, dtype=f64)
+    for layout in nl.ROPE_LAYOUTS:
+        theta = nl.rope_frequencies(16, 500000.0, dtype=f64)
+        assert torch.equal(nl.apply_rope(x, layout=layout, theta=theta),
+                           nl.apply_rope(x, layout=layout, base=500000.0))
+
+
+def test_position_interpolation_is_dividing_the_positions():
+    # theta_i / s at position m is theta_i at position m / s (Chen et al. 2023, Section 2.2).
+    x, m = torch.randn(3, 12, 32, dtype=f64), torch.arange(12) * 700
+    theta = nl.linear_scaling_frequencies(32, 10000.0, 4.0, dtype=f64)
+    close(nl.apply_rope(x, m, theta=theta), nl.apply_rope(x, m / 4.0))
+
+
+def test_ntk_scaling_keeps_the_highest_and_divides_the_lowest_frequency_by_s():
+    theta = nl.rope_frequencies(64, dtype=f64)
+    ntk = nl.ntk_scaling_frequencies(64, 10000.0, 8.0, dtype=f64)
+    close(ntk[0], theta[0])
+    close(ntk[-1], theta[-1] / 8)
+    ratio = theta / ntk                                   # s^(2i / (D - 2)): 1 ... s, increasing
+    assert (ratio[1:] > ratio[:-1]).all()
+
+
+@pytest.mark.parametrize("method", ["yarn", "llama3"])
+def test_by_parts_methods_keep_short_wavelengths_and_interpolate_long_ones(method):
+    D, L, s, base = 128, 8192, 8.0, 500000.0
+    theta = nl.rope_frequencies(D, base, dtype=f64)
+    if method == "yarn":
+        scaled = nl.yarn_frequencies(D, base, s, original_max_position_embeddings=L, dtype=f64)
+        keep, divide = L * theta / (2 * torch.pi) > 32, L * theta / (2 * torch.pi) < 1  # turns
+    else:
+        scaled = nl.llama3_frequencies(D, base, s, original_max_position_embeddings=L, dtype=f64)
+        wavelength = 2 * torch.pi / theta
+        keep, divide = wavelength < L / 4, wavelength > L
+    assert keep.sum() >= 10 and divide.sum() >= 10        # both regimes exist at these settings
+    assert torch.equal(scaled[keep], theta[keep])
+    close(scaled[divide], theta[divide] / s)
+    assert ((scaled <= theta) & (scaled >= theta / s * (1 - 1e-12))).all()     # a blend between
+    assert (scaled[1:] < scaled[:-1]).all()                                    # still decreasing
+
+
+def test_scaling_with_factor_one_changes_nothing():
+    theta = nl.rope_frequencies(32, dtype=f64)
+    for scaled in (nl.linear_scaling_frequencies(32, factor=1.0, dtype=f64),
+                   nl.ntk_scaling_frequencies(32, factor=1.0, dtype=f64),
+                   nl.yarn_frequencies(32, factor=1.0, original_max_position_embeddings=64,
+                                       dtype=f64)):
+        close(scaled, theta)
+    assert nl.yarn_attention_factor(1.0) == 1.0
+    close(torch.tensor(nl.yarn_attention_factor(16.0)), torch.tensor(1 + 0.1 * 2.772588722239781))
