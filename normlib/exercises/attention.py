@@ -14,7 +14,8 @@ import torch
 import normlib as nl
 
 from ._compare import label, randn, tolerance
-from ._session import Session
+from ._probes import fmt, near, output
+from ._session import Fail, Session
 from .result import CheckResult
 
 __all__ = ["check_attention", "ATTENTION_MISTAKES"]
@@ -134,4 +135,92 @@ def check_attention(fn, *, time_limit: float = 3.0) -> CheckResult:
         {"q": q, "k": k, "v": v},
         mutants=[(key, (lambda q, k, v, i=i: _mutants(q, k, v, True)[i][1]()))
                  for i, (key, _) in enumerate(_mutants(q, k, v, True))]))
+    s.probe(*_probes(s, fn))
     return s.result()
+
+
+def _probes(s: Session, fn) -> list:
+    """Property probes, float64: with v = I (T = D = 6) the output *is* the weight matrix, so its
+    zeros (the mask), its row sums (the softmax) and its orientation show; then one query against a
+    key of 0 and a key of s e_0 (D = 16, H = 3, T = 2) measures the scale of the scores."""
+    T = 6
+    q, k = (randn(1, 1, T, T, seed=950 + i, dtype=torch.float64) for i in range(2))
+    eye = torch.eye(T, dtype=torch.float64).expand(1, 1, T, T)
+    lower = torch.ones(T, T, dtype=torch.bool).tril()
+
+    def weights(causal):
+        w = s.call(fn, q, k, eye, causal=causal)
+        if not isinstance(w, torch.Tensor) or w.shape != eye.shape:
+            raise Fail("unusable output")
+        return w.detach().double()[0, 0]
+
+    def reference(causal):
+        return nl.attention(q, k, eye, causal=causal)[0, 0]
+
+    def pattern():
+        W, P = weights(True), reference(True)
+        if near(W, P, 1e-6, 1e-9) and near(weights(False), reference(False), 1e-6, 1e-9):
+            return None
+        if near(W.T, P, 1e-6, 1e-9):
+            return ("weights_transposed", "With v = I your output is the transpose of the "
+                    "attention weights: you multiply weights^T by v (or take the softmax over the "
+                    "queries and transpose). The output is weights @ v, weights (T_q, T_k) with "
+                    "each row summing to 1.")
+        used = W.isfinite() & (W.abs() > 1e-12)
+        nan_rows = [t for t in range(T) if not bool(W[t].isfinite().all())]
+        extra = f" (rows {nan_rows} are NaN: every key hidden)" if nan_rows else ""
+        for key, allowed, text in (
+                ("mask_direction", ~lower, "only future keys j > t"),
+                ("mask_direction", torch.ones(T, T, dtype=torch.bool).triu(), "keys j >= t"),
+                ("mask_excludes_diagonal", lower.tril(-1), "keys j < t, not itself"),
+                ("mask_leaks_future", torch.ones(T, T, dtype=torch.bool).tril(1),
+                 "keys j <= t + 1, one ahead")):
+            if bool((used == allowed).all()):
+                return (key, f"With causal=True, v = I shows that query t attends to {text}"
+                        f"{extra}. The causal mask keeps keys j <= t (torch.ones(T, T).tril()) and "
+                        "sets the others to -inf before the softmax.")
+        sums = W.sum(-1)
+        if not near(sums, torch.ones_like(sums), 1e-6, 1e-9):
+            if near(W.sum(-2), torch.ones(T, dtype=torch.float64), 1e-6, 1e-9):
+                return ("softmax_wrong_dim", "With v = I the columns of your weights sum to 1, "
+                        "not the rows: the softmax runs over the queries. It runs over the keys, "
+                        "the last dim of the (..., T_q, T_k) scores.")
+            return ("rows_not_normalized", f"With v = I the rows of your weights sum to "
+                    f"{fmt(float(sums.min()))} .. {fmt(float(sums.max()))}, not 1: the weights are "
+                    "the softmax itself, nothing applied after it (no scaling, no log).")
+        if near(W, reference(False), 1e-6, 1e-9):
+            return ("causal_ignored", "With causal=True your weights are those without a mask: "
+                    "causal=True must hide the keys j > t.")
+        if bool(used[~lower].any()):
+            return ("mask_with_zero", "With causal=True, future keys still get some weight (less "
+                    "than without a mask): the masked scores must be -inf, not 0 (exp(0) = 1), "
+                    "and the mask goes on the scores, not on q or k.")
+        if near(weights(False), P, 1e-6, 1e-9):
+            return ("causal_ignored", "With causal=False your weights are still masked: "
+                    "causal=False must let every query see every key.")
+        return None
+
+    def scale():
+        D, H, step = 16, 3, 1.5
+        qs = torch.zeros(1, H, 2, D, dtype=torch.float64)
+        qs[..., 0] = 1.0
+        ks = torch.zeros(1, H, 2, D, dtype=torch.float64)
+        ks[..., 1, 0] = step
+        vs = torch.zeros(1, H, 2, D, dtype=torch.float64)
+        vs[..., 1, :] = 1.0
+        y = output(s, fn, qs, ks, vs, causal=False, like=qs)
+        p = float(y[0, 0, 1, 0])                 # the weight of key 1 = sigmoid(step * scale)
+        if not 0 < p < 1:
+            return None
+        got = math.log(p / (1 - p)) / step
+        want = 1 / math.sqrt(D)
+        if abs(got - want) <= 1e-6:
+            return None
+        known = [("no_scaling", 1.0, "1: not scaled"), ("scaled_by_d", 1 / D, "1 / D"),
+                 ("scaled_by_sqrt_t", 1 / math.sqrt(2), "1 / sqrt(T)")]
+        key, text = next(((k, t) for k, v, t in known if abs(got - v) <= 1e-6),
+                         ("scale", f"{fmt(got)} (with D = {D}, H = {H}, T = 2)"))
+        return (key, f"Your scores are q . k times {text}; the scale is 1 / sqrt(D) = "
+                f"{fmt(want)}, D = q.shape[-1], the head dim (Vaswani et al. 2017, 3.2.1).")
+
+    return [pattern, scale]
