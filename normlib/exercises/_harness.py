@@ -8,6 +8,10 @@ one-line descriptions of whatever went wrong.
 - ``Spy`` records calls of torch built-ins by name (a ``TorchFunctionMode`` sees ``F.layer_norm``,
   ``nn.LayerNorm``, ``torch.layer_norm`` alike) and calls of normlib's reference functions.
 - ``describe_exception`` turns an exception into one line that names the learner's line of code.
+- ``preserved_state()`` saves torch's global state (grad mode, default dtype, RNG, number of
+  threads, anomaly mode) and puts it back after the learner's code, whatever that code did.
+- ``UserInterrupt``: the stop button (SIGINT) while learner code runs in the main thread, told
+  apart from a ``KeyboardInterrupt`` the code raises itself.
 """
 
 from __future__ import annotations
@@ -26,13 +30,34 @@ import warnings
 import torch
 from torch.overrides import TorchFunctionMode
 
-__all__ = ["TimeLimitExceeded", "run_limited", "Spy", "quiet", "describe_exception",
-           "snapshot", "changed"]
+__all__ = ["TimeLimitExceeded", "UserInterrupt", "run_limited", "Spy", "quiet",
+           "describe_exception", "snapshot", "changed", "preserved_state"]
 
 
 class TimeLimitExceeded(BaseException):
     """Raised inside the learner's code when its time is up (a BaseException, so that a learner's
     ``except Exception`` cannot swallow it)."""
+
+
+class UserInterrupt(KeyboardInterrupt):
+    """The user pressed stop (SIGINT) while the learner's code ran: not the code's own doing."""
+
+
+@contextlib.contextmanager
+def preserved_state():
+    """Restore torch's grad mode, default dtype, RNG state, thread count and anomaly mode."""
+    grad, dtype = torch.is_grad_enabled(), torch.get_default_dtype()
+    rng, threads = torch.get_rng_state(), torch.get_num_threads()
+    anomaly, anomaly_nan = torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()
+    try:
+        yield
+    finally:
+        torch.set_grad_enabled(grad)
+        torch.set_default_dtype(dtype)
+        torch.set_rng_state(rng)
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        torch.set_anomaly_enabled(anomaly, anomaly_nan)
 
 
 def run_limited(thunk, seconds: float):
@@ -49,7 +74,11 @@ def _run_with_alarm(thunk, seconds: float):
         if armed[0]:
             raise TimeLimitExceeded
 
+    def on_interrupt(signum, frame):
+        raise UserInterrupt
+
     old = signal.signal(signal.SIGALRM, on_alarm)
+    old_int = signal.signal(signal.SIGINT, on_interrupt)
     try:
         # The timer fires again every 50 ms, so a learner's bare ``except:`` cannot keep it away.
         signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
@@ -60,6 +89,7 @@ def _run_with_alarm(thunk, seconds: float):
             signal.setitimer(signal.ITIMER_REAL, 0)
     finally:
         signal.signal(signal.SIGALRM, old)
+        signal.signal(signal.SIGINT, old_int)
 
 
 def _run_with_trace(thunk, seconds: float):

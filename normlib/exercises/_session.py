@@ -28,8 +28,10 @@ from ._generic import GENERIC_MISTAKES
 from ._harness import (
     Spy,
     TimeLimitExceeded,
+    UserInterrupt,
     changed,
     describe_exception,
+    preserved_state,
     quiet,
     run_limited,
     snapshot,
@@ -41,6 +43,7 @@ __all__ = ["Session", "Fail", "GENERIC_MISTAKES"]
 
 # True, but they do not say what to change: a property or "cannot tell" is preferred to them.
 _UNSPECIFIC = {"wrong_values", "wrong_grad", "nan", "raised", "running_wrong"}
+_TRUE_BUT_VAGUE = ("raised", "nan", "wrong_grad")
 
 CANNOT_TELL = ("I cannot tell exactly which mistake this is: the values differ from the reference "
                "(see the ✗ lines), but every property the checker probes holds. Compare your code "
@@ -154,10 +157,9 @@ class Session:
             elif self.properties:
                 key = self.properties[0][0]
                 diagnosis = " ".join(text for _, text in self.properties[:3])
-            elif "raised" in self.found:
-                key, diagnosis = "raised", self.explain("raised")
-            elif self.specific & set(self.found):       # a catalogue's own "wrong values" line
-                key = next(k for k in self.found if k in self.specific)
+            elif any(k in self.specific or k in _TRUE_BUT_VAGUE for k in self.found):
+                # an exception, NaN, wrong gradients, or a catalogue's own "wrong values"
+                key = next(k for k in self.found if k in self.specific or k in _TRUE_BUT_VAGUE)
                 diagnosis = self.explain(key)
             else:
                 key, diagnosis = "cannot_tell", CANNOT_TELL
@@ -184,16 +186,25 @@ class Session:
         copies = snapshot(values)
         spy = Spy(self.forbidden, self.references)
         try:
-            with quiet(), spy:
+            with preserved_state(), quiet(), spy:
                 out = run_limited(lambda: fn(*args, **kwargs), self.time_limit)
         except NotImplementedError:
             raise _Stop("not_implemented", "not implemented yet") from None
         except TimeLimitExceeded:
             raise _Stop("time_limit", f"stopped: ran longer than the time limit "
                                       f"({self.time_limit:g} s per call)") from None
+        except UserInterrupt:          # the stop button: stop the checker too
+            raise KeyboardInterrupt from None
+        except (_Stop, Fail):          # a checker's own signal from a nested call
+            raise
         except Exception as exc:       # the learner's bug, reported in one line
             self._check_spy(spy)
             raise Fail(f"raised {describe_exception(exc)}", self._classify(exc)) from None
+        except BaseException as exc:   # sys.exit(), KeyboardInterrupt raised by the code, ...
+            self._check_spy(spy)
+            raise _Stop("raised", f"raised {describe_exception(exc)}: a checker cannot go on after "
+                                  f"{type(exc).__name__}; raise an ordinary exception "
+                                  "instead") from None
         self._check_spy(spy)
         bad = changed(values, copies)
         if bad:
