@@ -25,7 +25,8 @@ when a block names a cell that no longer exists or comes out of order, when a tr
 different number of headings than the English one (anchors are paired by position), when a link
 points to a heading that does not exist, when a translation uses a variant the glossary
 (``_translations/glossary.md``) says to avoid, and when a generated notebook on disk differs from
-what ``--write`` would write. An English notebook without a translation file fails too, unless it is
+what ``--write`` would write, and when a link in README.zh-CN.md or notebooks/cheatsheet.md is
+broken (README.zh-CN.md must link a lesson's Chinese edition once it exists). An English notebook without a translation file fails too, unless it is
 listed in ``_translations/PENDING`` (one notebook path per line); the pending list is printed on
 every run, to be emptied.
 """
@@ -365,11 +366,56 @@ class Edition:
                 out.append(f"{rel(english)}: no translation file "
                            f"({rel(self.layout.translation(english))}); translate it, or list it in "
                            f"{rel(self.layout.translations / 'PENDING')}")
+        for page in (self.layout.notebooks.parent / "README.zh-CN.md",
+                     self.layout.notebooks / "cheatsheet.md"):
+            if page.exists():
+                out += self.check_page(page)
         expected = {self.layout.chinese(p).resolve() for p in self.blocks}
         for path in sorted(self.layout.zh.rglob("*.ipynb")):
             if ".ipynb_checkpoints" not in path.parts and path.resolve() not in expected:
                 out.append(f"{rel(path)}: a Chinese notebook without a translation file: delete it "
                            "(`make translations` writes only translated notebooks)")
+        return out
+
+    def _anchors_of(self, notebook: pathlib.Path) -> set[str] | None:
+        """The heading anchors of an English or a generated Chinese notebook (None: neither)."""
+        zh = self.layout.zh.resolve()
+        if notebook.resolve().is_relative_to(zh):
+            english = self.layout.notebooks / notebook.resolve().relative_to(zh)
+            if english not in self.blocks:
+                return None
+            nb = self.generate(english)
+        elif notebook in self.nbs:
+            nb = self.nbs[notebook]
+        else:
+            return None
+        return {anchor(h) for c in nb.cells if c.cell_type == "markdown" for h in headings(c.source)}
+
+    def check_page(self, page: pathlib.Path) -> list[str]:
+        """Links of an entry page (README.zh-CN.md, the cheat sheet): every file exists, every
+        #anchor into a notebook is one of its headings, and README.zh-CN.md links the Chinese
+        edition of every lesson that has one."""
+        out = []
+        for number, line in enumerate(page.read_text("utf-8").splitlines(), start=1):
+            for m in MD_LINK.finditer(line):
+                target = m[2]
+                if SCHEME.match(target) or target.startswith("#"):
+                    continue
+                path, frag = _split_target(target)
+                dest = pathlib.Path(os.path.normpath(page.parent / path.replace("/", os.sep)))
+                where = f"{rel(page)}:{number}: link {target!r}"
+                if not dest.exists():
+                    out.append(f"{where}: no such file")
+                    continue
+                if dest.suffix == ".ipynb":
+                    known = self._anchors_of(dest)
+                    if known is None and dest.resolve().is_relative_to(self.layout.zh.resolve()):
+                        out.append(f"{where}: a Chinese notebook without a translation file")
+                    elif frag and known is not None and frag[1:] not in known:
+                        out.append(f"{where}: {rel(dest)} has no heading with that anchor")
+                    if page.name == "README.zh-CN.md" and dest in self.blocks:
+                        out.append(f"{where}: {rel(dest)} has a Chinese edition: link "
+                                   f"{rel(self.layout.chinese(dest))}")
         return out
 
     def write(self) -> list[pathlib.Path]:

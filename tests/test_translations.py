@@ -185,3 +185,19 @@ def test_the_skeleton_round_trips(tree):
     blocks = parse(skeleton(nb), "skeleton")
     assert [(b.cell, b.sha, b.text) for b in blocks] == [
         (c.id, sha12(c.source), c.source) for c in nb.cells if c.cell_type == "markdown"]
+
+
+def test_entry_pages_link_existing_headings_and_the_chinese_edition(tree):
+    readme = tree.parent / "README.zh-CN.md"
+    readme.write_text("[第 01 课](notebooks/zh/01_lesson.ipynb#1-·-前置归一化（Pre-LN）与后置归一化（Post-LN）)\n"
+                      "[第 02 课](notebooks/02_next.ipynb)\n", "utf-8")
+    (tree / "cheatsheet.md").write_text("| x | [01 §1](01_lesson.ipynb#1-·-Pre-LN-and-Post-LN) |\n",
+                                        "utf-8")
+    assert _problems(tree) == []
+    readme.write_text("[lesson 01](notebooks/01_lesson.ipynb)\n[gone](notebooks/zh/02_next.ipynb)\n",
+                      "utf-8")
+    (tree / "cheatsheet.md").write_text("[01 §9](01_lesson.ipynb#9-·-Nothing)\n", "utf-8")
+    problems = _problems(tree)
+    assert any("README.zh-CN.md:1" in p and "has a Chinese edition" in p for p in problems), problems
+    assert any("README.zh-CN.md:2" in p and "no such file" in p for p in problems), problems
+    assert any("cheatsheet.md:1" in p and "no heading with that anchor" in p for p in problems), problems
