@@ -96,5 +96,5 @@ class TinyTransformerLM(nn.Module):
             positions = torch.arange(offset, offset + T, device=idx.device)
             x = x + self.pos_emb(positions)                                 # (T, C) broadcasts
         for i, block in enumerate(self.blocks):
-            x = block(x, None if caches is None else caches[i])
+            x = block(x) if caches is None else block(x, caches[i])      # (B, T, C)
         return self.lm_head(self.norm_f(x))                                 # (B, T, V)
