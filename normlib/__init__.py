@@ -4,7 +4,8 @@ Every layer that PyTorch also ships matches PyTorch's numbers (see tests/). Modu
 norms (BatchNorm, LayerNorm, RMSNorm), deepnorm, blocks (Post/Pre/DeepNorm/Sandwich placement),
 schedules (warmup), activations (activations, GLU variants, FFNs), rope, rope_scaling (context
 extension), attention (MHA, GQA, MQA), kv_cache (a KV cache for decoding), model
-(TinyTransformerLM), data (a synthetic language), train (a training loop), viz (plot style).
+(TinyTransformerLM), hf (Hugging Face LLaMA weights into it), data (a synthetic language), train
+(a training loop), viz (plot style).
 """
 
 from .activations import (
@@ -25,6 +26,7 @@ from .attention import MultiHeadAttention, attention, repeat_kv
 from .blocks import FFNS, NORMS, PLACEMENTS, TransformerBlock, make_ffn, make_norm
 from .data import MarkovLanguage
 from .deepnorm import deepnorm_constants, deepnorm_init_
+from .hf import hf_llama_to_normlib_name, load_llama_weights
 from .kv_cache import KVCache, kv_cache_bytes
 from .model import TinyTransformerLM
 from .norms import BatchNorm, LayerNorm, RMSNorm, batch_norm, layer_norm, rms_norm
@@ -52,6 +54,7 @@ __all__ = [
     "MultiHeadAttention", "attention", "repeat_kv", "KVCache", "kv_cache_bytes",
     "FFNS", "NORMS", "PLACEMENTS", "TransformerBlock", "make_ffn", "make_norm",
     "MarkovLanguage", "deepnorm_constants", "deepnorm_init_", "TinyTransformerLM",
+    "hf_llama_to_normlib_name", "load_llama_weights",
     "BatchNorm", "LayerNorm", "RMSNorm", "batch_norm", "layer_norm", "rms_norm",
     "ROPE_LAYOUTS", "apply_rope", "apply_rope_complex", "half_to_interleaved",
     "rope_decay_bound", "rope_frequencies",
