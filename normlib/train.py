@@ -100,7 +100,14 @@ def train_ensemble(
     device = next(models[0].parameters()).device
     for m in models:
         m.train()
-    params, buffers = stack_module_state(models)                # name -> (M, ...) leaf tensors
+    params, buffers = stack_module_state(models)                # name -> (M, ...) tensors
+    names = list(params)
+    shapes = [params[k].shape[1:] for k in names]
+    # All parameters of a member live in one row of flat (M, P): Adam is then a few operations on
+    # one tensor instead of a few per parameter tensor. Each step splits it into views (one op,
+    # whose backward is one concatenation into flat.grad).
+    flat = torch.cat([params[k].detach().flatten(1) for k in names], dim=1).requires_grad_()
+    sizes = [params[k][0].numel() for k in names]
     base = copy.deepcopy(models[0]).to("meta")                  # the code; the weights are stacked
 
     def member_loss(p, b, tokens):                              # one member: tokens (B, T + 1)
@@ -109,45 +116,45 @@ def train_ensemble(
 
     batched_loss = torch.vmap(member_loss)                      # (M, ...) -> (M,)
     gens = [torch.Generator().manual_seed(s) for s in seeds]    # batches are drawn on the CPU
-    exp_avg = {k: torch.zeros_like(p) for k, p in params.items()}
-    exp_avg_sq = {k: torch.zeros_like(p) for k, p in params.items()}
-    alive = torch.ones(M, dtype=torch.bool, device=device)
+    exp_avg, exp_avg_sq = torch.zeros_like(flat), torch.zeros_like(flat)      # (M, P)
+    alive = torch.ones(M, 1, dtype=torch.bool, device=device)
     losses = torch.full((M, steps), float("nan"))
     beta1, beta2 = betas
 
     for step in range(steps):
         tokens = torch.stack([language.sample(batch_size, seq_len + 1, g) for g in gens]).to(device)
-        for p in params.values():
-            p.grad = None
-        loss = batched_loss(params, buffers, tokens)            # (M,)
-        alive &= torch.isfinite(loss.detach())
+        views = {k: v.view(M, *shape)
+                 for k, v, shape in zip(names, flat.split(sizes, dim=1), shapes, strict=True)}
+        loss = batched_loss(views, buffers, tokens)             # (M,)
+        alive &= torch.isfinite(loss.detach()).view(M, 1)
         if not alive.any():
             break
-        loss.where(alive, 0.0).sum().backward()                 # members' gradients do not mix
-        losses[:, step] = loss.detach().where(alive, float("nan")).cpu()
-        lr_t = torch.tensor([lr * (1.0 if s is None else s(step)) for s in schedules],
-                            dtype=torch.float32, device=device)
+        flat.grad = None
+        loss.where(alive.view(M), 0.0).sum().backward()        # members' gradients do not mix
+        losses[:, step] = loss.detach().where(alive.view(M), float("nan")).cpu()
+        lr_t = torch.tensor([[lr * (1.0 if s is None else s(step))] for s in schedules],
+                            dtype=torch.float32, device=device)                # (M, 1)
         bias_correction1 = 1 - beta1 ** (step + 1)
         bias_correction2_sqrt = math.sqrt(1 - beta2 ** (step + 1))
-        with torch.no_grad():
-            for k, p in params.items():                         # torch.optim.Adam's update
-                view = (M,) + (1,) * (p.dim() - 1)
-                g = p.grad.where(alive.view(view), 0.0)
-                exp_avg[k].lerp_(g, 1 - beta1)
-                exp_avg_sq[k].mul_(beta2).addcmul_(g, g, value=1 - beta2)
-                denom = (exp_avg_sq[k].sqrt() / bias_correction2_sqrt).add_(eps)
-                step_size = (lr_t / bias_correction1).where(alive, 0.0).view(view)
-                p.sub_(step_size * (exp_avg[k] / denom))
+        with torch.no_grad():                                   # torch.optim.Adam's update
+            g = flat.grad.where(alive, 0.0)
+            exp_avg.lerp_(g, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+            step_size = (lr_t / bias_correction1).where(alive, 0.0)
+            flat.sub_(step_size * (exp_avg / denom))
         if on_step is not None:
-            _copy_back(models, params, buffers)
+            _copy_back(models, flat, names, sizes, shapes, buffers)
             on_step(step, models)
 
-    _copy_back(models, params, buffers)
+    _copy_back(models, flat, names, sizes, shapes, buffers)
     return losses
 
 
 @torch.no_grad()
-def _copy_back(models, params, buffers) -> None:
+def _copy_back(models, flat, names, sizes, shapes, buffers) -> None:
+    params = {k: v.view(len(models), *shape)
+              for k, v, shape in zip(names, flat.split(sizes, dim=1), shapes, strict=True)}
     for i, m in enumerate(models):
         for name, t in (*m.named_parameters(), *m.named_buffers()):
             t.copy_((params if name in params else buffers)[name][i])
