@@ -35,7 +35,7 @@ def ln(x, weight, bias, eps=1e-5, *, dim=-1, unbiased=False, outside=False, keep
     return (y * weight + bias).to(x.dtype)
 
 
-def ln_std_plus_eps(x, weight, bias, eps=1e-5):          # seed note 000's LayerNorm
+def ln_std_plus_eps(x, weight, bias, eps=1e-5):          # a common LayerNorm in notes
     return weight * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + eps) + bias
 
 
@@ -63,9 +63,21 @@ LAYER_NORM_WRONG = {
 
 def test_layer_norm_correct_answers_pass():
     assert ex.check_layer_norm(ln).passed
+
+
+def test_layer_norm_without_upcast_fails_only_where_float16_overflows():
     naive = lambda x, w, b, eps=1e-5: (x - x.mean(-1, keepdim=True)) * torch.rsqrt(  # noqa: E731
         x.var(-1, unbiased=False, keepdim=True) + eps) * w + b                    # no upcast
-    assert ex.check_layer_norm(naive).passed
+    result = ex.check_layer_norm(naive)
+    assert result.mistake == "no_upcast", result
+    assert [m.split(":")[0] for m in result.failed_messages] == [
+        "✗ float16 (2, 8), |x - mean| above 256"], result
+
+
+def test_std_plus_eps_gets_no_check_mark():
+    result = ex.check_layer_norm(ln_std_plus_eps)
+    passed = [m for m in result.messages if m.startswith("✓")]
+    assert not passed, result
 
 
 @pytest.mark.parametrize("mistake", LAYER_NORM_WRONG)
@@ -108,9 +120,9 @@ RMS_WRONG = {
 
 def test_rms_norm_correct_answers_pass():
     assert ex.check_rms_norm(rms).passed
-    seed_002 = lambda x, w, eps=1e-6: (x.float() * torch.rsqrt(  # noqa: E731
+    from_notes = lambda x, w, eps=1e-6: (x.float() * torch.rsqrt(  # noqa: E731
         x.float().pow(2).mean(-1, keepdim=True) + eps)).type_as(x) * w
-    assert ex.check_rms_norm(seed_002).passed
+    assert ex.check_rms_norm(from_notes).passed
 
 
 @pytest.mark.parametrize("mistake", RMS_WRONG)

@@ -130,8 +130,8 @@ def test_deep_norm_correct_answer_passes():
     assert ex.check_deep_norm(deep_norm_class(alpha=lambda N: torch.tensor(2.0 * N) ** 0.25)).passed
 
 
-def test_deep_norm_from_the_seed_notes_is_caught():
-    class MLPCalledDeepNorm(nn.Module):          # seed note 002: a plain MLP under that name
+def test_deep_norm_that_is_a_plain_mlp_is_caught():
+    class MLPCalledDeepNorm(nn.Module):          # a plain MLP under that name
         def __init__(self, d_model, n_layers):
             super().__init__()
             self.layer, self.norm = nn.Linear(d_model, d_model), nn.LayerNorm(d_model)

@@ -44,6 +44,8 @@ __all__ = ["Session", "Fail", "GENERIC_MISTAKES"]
 # True, but they do not say what to change: a property or "cannot tell" is preferred to them.
 _UNSPECIFIC = {"wrong_values", "wrong_grad", "nan", "raised", "running_wrong"}
 _TRUE_BUT_VAGUE = ("raised", "nan", "wrong_grad")
+# Named after the probes when these come with other mistakes: they show on one float16 line only.
+_SECONDARY = {"no_upcast"}
 
 CANNOT_TELL = ("I cannot tell exactly which mistake this is: the values differ from the reference "
                "(see the ✗ lines), but every property the checker probes holds. Compare your code "
@@ -148,7 +150,13 @@ class Session:
         if failed:
             structural = [k for k in self.found if k in GENERIC_MISTAKES and k not in _UNSPECIFIC]
             stopping = [k for k in self.found if k in ("shortcut", "time_limit")]
-            if stopping or confirmed or structural:
+            # a mistake that often comes with another (no float32 upcast) yields to the probes
+            if confirmed and self.properties and all(k in _SECONDARY for k in confirmed) and \
+                    not (stopping or structural):
+                key = self.properties[0][0]
+                diagnosis = " ".join(text for _, text in self.properties[:2])
+                diagnosis += " Also, " + self.explain(confirmed[0])
+            elif stopping or confirmed or structural:
                 key = (stopping or confirmed or structural)[0]
                 diagnosis = self.explain(key)
                 extra = [text for k, text in self.properties if k != key]
