@@ -65,9 +65,9 @@ class TransformerBlock(nn.Module):
     """
 
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None, *,
-                 norm: str = "layernorm",
-                 placement: str = "pre", ffn: str = "relu", d_ff: int | None = None,
-                 rope: bool = False, causal: bool = True, alpha: float = 1.0):
+                 norm: str = "layernorm", placement: str = "pre", ffn: str = "relu",
+                 d_ff: int | None = None, rope: bool = False, causal: bool = True,
+                 alpha: float = 1.0):
         super().__init__()
         fn = "TransformerBlock"
         check_int(fn, "d_model", d_model, minimum=1)
