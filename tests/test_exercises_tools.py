@@ -162,6 +162,39 @@ def test_generator_reports_out_of_date_learner_notebooks(tmp_path):
     assert generate.out_of_date(tmp_path) == ["notebooks/exercises/01_x.ipynb"]   # orphan
 
 
+def test_practice_notebooks_are_read_only_and_point_to_make_exercises(tmp_path):
+    _write_solution(tmp_path)
+    generate.generate(tmp_path)
+    nb = nbformat.read(tmp_path / "notebooks" / "exercises" / "01_x.ipynb", as_version=4)
+    assert "make exercises" in nb.cells[0].source.splitlines()[0]
+    assert all(c.metadata.get("editable") is False for c in nb.cells)
+    copied, _ = workspace.copy_exercises(tmp_path / "notebooks" / "exercises", tmp_path / "ws")
+    mine = nbformat.read(tmp_path / "ws" / "01_x.ipynb", as_version=4)
+    assert copied == ["01_x.ipynb"] and all("editable" not in c.metadata for c in mine.cells)
+
+
+def test_work_typed_into_a_practice_notebook_is_never_overwritten(tmp_path, capsys):
+    _write_solution(tmp_path)
+    generate.generate(tmp_path)
+    learner = tmp_path / "notebooks" / "exercises" / "01_x.ipynb"
+    nb = nbformat.read(learner, as_version=4)
+    nb.cells[-1].source = "def f():\n    return 'my answer'"             # solved in place
+    nbformat.write(nb, learner)
+    assert generate.edited(learner)
+    assert generate.main(["--root", str(tmp_path), "--check"]) == 1
+    assert "edited by hand" in capsys.readouterr().out
+    assert generate.generate(tmp_path) == [learner]
+    kept = tmp_path / "workspace" / "01_x.edited.ipynb"
+    assert "my answer" in nbformat.read(kept, as_version=4).cells[-1].source
+    assert "my answer" not in learner.read_text() and not generate.edited(learner)
+    nb = nbformat.read(learner, as_version=4)
+    nb.cells[-1].source += "\n# second attempt"
+    nbformat.write(nb, learner)
+    _write_solution(tmp_path, head="def f(x, y):")
+    generate.generate(tmp_path)                          # a second edit: a second, free name
+    assert (tmp_path / "workspace" / "01_x.edited-2.ipynb").exists() and kept.exists()
+
+
 def test_the_committed_learner_notebooks_are_up_to_date():
     assert generate.out_of_date(ROOT) == []
 

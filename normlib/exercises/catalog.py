@@ -191,10 +191,12 @@ _EXERCISES += [
             "纯解码器 M 层：(2M)^(1/4) 和 (8M)^(-1/4)。编码器-解码器：编码器 0.81 (N^4 M)^(1/16) 和 "
             "0.87 (N^4 M)^(-1/16)；解码器 (3M)^(1/4) 和 (12M)^(-1/4)。"),
          _q("Why alpha > 1?", "为什么 alpha > 1？",
-            "It up-weights the residual, so each sublayer changes its input by a smaller fraction; "
+            "alpha multiplies the identity path x (not the sublayer's branch), so each sublayer "
+            "changes its input by a smaller fraction; "
             "the paper bounds the model update ||F(x, theta_t) - F(x, theta_0)||, which explodes "
             "early in training for Post-LN.",
-            "放大残差分支，使每个子层对输入的相对改动更小；论文据此约束模型更新量 "
+            "alpha 乘在恒等路径 x 上（不是子层分支上），使每个子层对输入的相对改动更小；"
+            "论文据此约束模型更新量 "
             "||F(x, theta_t) - F(x, theta_0)||，而 Post-LN 在训练初期这个量会爆炸。"))),
     Exercise(
         "swiglu_ffn", "SwiGLU FFN", "SwiGLU 前馈层", "05_swiglu_ffn.ipynb", check_swiglu_ffn,

@@ -11,6 +11,12 @@ are dropped, and a banner cell says where the notebook comes from.
 Only *sources* are compared (cell type, source, tags), never outputs: a learner notebook is out of
 date when its cells differ from what the solution notebook generates today.
 
+The generated notebooks are read-only in JupyterLab (cell metadata ``editable: false``) and start
+with a line pointing to ``make exercises``. Each records the SHA-256 of the sources it was
+generated with; a notebook whose sources no longer match that record was edited by a person, and
+the generator moves it into ``workspace/`` (under a free name) before writing the new one, so work
+typed there is never lost.
+
     python -m normlib.exercises.generate             # rewrite the learner notebooks that changed
     python -m normlib.exercises.generate --execute   # ... and execute them (outputs for nbval)
     python -m normlib.exercises.generate --check     # exit 1 if any is out of date (make test)
@@ -20,19 +26,25 @@ from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
+import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 
-__all__ = ["strip_solutions", "learner_notebook", "out_of_date", "generate", "main"]
+__all__ = ["strip_solutions", "learner_notebook", "out_of_date", "edited", "generate", "main"]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXERCISES_DIR = Path("notebooks") / "exercises"
 MARKERS = {"### BEGIN SOLUTION": "solution", "### BEGIN HIDDEN TESTS": "hidden"}
 ENDS = {"solution": "### END SOLUTION", "hidden": "### END HIDDEN TESTS"}
-BANNER = ("> **Practice notebook**, generated from `notebooks/exercises/solutions/{name}` by "
+WORKSPACE = Path("workspace")
+BANNER = ("> **Read-only here: run `make exercises` and solve this in your copy in `workspace/`.**\n"
+          ">\n"
+          "> **Practice notebook**, generated from `notebooks/exercises/solutions/{name}` by "
           "`python -m normlib.exercises.generate` (edit the solution notebook, not this file). "
           "Work in your own copy: `make exercises` puts one in `workspace/`, which updates of the "
           "collection never overwrite, and `make practice` opens JupyterLab there. Stuck? The "
@@ -83,7 +95,14 @@ def learner_notebook(solution: nbformat.NotebookNode, name: str) -> nbformat.Not
         new.metadata = copy.deepcopy({k: v for k, v in cell.metadata.items()
                                       if k not in ("execution",)})
         nb.cells.append(new)
+    for cell in nb.cells:
+        cell.metadata["editable"] = False          # JupyterLab: read-only; work in workspace/
+    nb.metadata["normlib"]["sources_sha256"] = _digest(nb)
     return nb
+
+
+def _digest(nb) -> str:
+    return hashlib.sha256(json.dumps(_sources(nb)).encode()).hexdigest()
 
 
 def _sources(nb) -> list[tuple]:
@@ -96,13 +115,20 @@ def _pairs(root: Path):
         yield solution, folder / solution.name
 
 
+def _up_to_date(learner: Path, want) -> bool:
+    if not learner.exists():
+        return False
+    nb = nbformat.read(learner, as_version=4)
+    return _sources(nb) == _sources(want) and nb.metadata.get("normlib") == want.metadata["normlib"]
+
+
 def out_of_date(root: Path = ROOT) -> list[str]:
     """Learner notebooks (paths relative to root) that differ from their generated version, are
     missing, or were generated from a solution notebook that no longer exists."""
     stale = []
     for solution, learner in _pairs(root):
         want = learner_notebook(nbformat.read(solution, as_version=4), solution.name)
-        if not learner.exists() or _sources(nbformat.read(learner, as_version=4)) != _sources(want):
+        if not _up_to_date(learner, want):
             stale.append(str(learner.relative_to(root)))
     for learner in sorted((root / EXERCISES_DIR).glob("*.ipynb")):
         origin = nbformat.read(learner, as_version=4).metadata.get("normlib", {})
@@ -111,13 +137,36 @@ def out_of_date(root: Path = ROOT) -> list[str]:
     return stale
 
 
+def edited(path: Path) -> bool:
+    """True when the notebook at ``path`` is not what the generator wrote: its sources differ from
+    the digest it recorded (or it records none)."""
+    nb = nbformat.read(path, as_version=4)
+    return nb.metadata.get("normlib", {}).get("sources_sha256") != _digest(nb)
+
+
+def _keep(path: Path, root: Path) -> Path:
+    """Move an edited practice notebook into workspace/ under a name not taken yet."""
+    folder = root / WORKSPACE
+    folder.mkdir(exist_ok=True)
+    target, n = folder / f"{path.stem}.edited.ipynb", 2
+    while target.exists():
+        target, n = folder / f"{path.stem}.edited-{n}.ipynb", n + 1
+    shutil.move(path, target)
+    return target
+
+
 def generate(root: Path = ROOT) -> list[Path]:
-    """Write every learner notebook whose sources changed; return the paths written."""
+    """Write every learner notebook whose sources changed; return the paths written. A notebook
+    edited by hand is first moved into workspace/ (and named on stdout)."""
     written = []
     for solution, learner in _pairs(root):
         want = learner_notebook(nbformat.read(solution, as_version=4), solution.name)
-        if learner.exists() and _sources(nbformat.read(learner, as_version=4)) == _sources(want):
+        if _up_to_date(learner, want):
             continue
+        if learner.exists() and edited(learner):
+            kept = _keep(learner, root)
+            print(f"{learner.relative_to(root)} was edited by hand: your version is kept as "
+                  f"{kept.relative_to(root)}")
         nbformat.validate(want)
         nbformat.write(want, learner)
         written.append(learner)
@@ -134,7 +183,9 @@ def main(argv=None) -> int:
     if args.check:
         stale = out_of_date(args.root)
         for path in stale:
-            print(f"out of date: {path}")
+            hand = (args.root / path).exists() and edited(args.root / path)
+            print(f"out of date: {path}" + (" (edited by hand: `make generate-exercises` moves "
+                                             "your version into workspace/ first)" if hand else ""))
         if stale:
             print("Run `make generate-exercises` (python -m normlib.exercises.generate --execute).")
             return 1

@@ -2,7 +2,8 @@
 
 ``make exercises`` runs ``python -m normlib.exercises.workspace``: every notebook in
 notebooks/exercises/ (the learner versions and the drill, not the solutions) is copied into the
-git-ignored ``workspace/``, with its outputs cleared. A file that already exists is skipped and
+git-ignored ``workspace/``, with its outputs cleared and made editable again (the originals are
+read-only in JupyterLab). A file that already exists is skipped and
 named, so updating the collection never destroys your work; delete your copy to get a fresh one.
 """
 
@@ -20,13 +21,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _clean(path: Path) -> nbformat.NotebookNode:
-    """The notebook at ``path`` without outputs, execution counts or saved widget state."""
+    """The notebook at ``path`` without outputs, execution counts, saved widget state or the
+    read-only mark (``editable: false``) of the generated notebooks."""
     nb = nbformat.read(path, as_version=4)
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
         cell.metadata.pop("execution", None)
+        cell.metadata.pop("editable", None)
     return nb
 
 
