@@ -47,10 +47,6 @@ import nbformat
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-ZH = NOTEBOOKS / "zh"
-TRANSLATIONS = ZH / "_translations"
-PENDING = TRANSLATIONS / "PENDING"
-GLOSSARY = TRANSLATIONS / "glossary.md"
 
 MARKER = re.compile(r"^<!-- cell (\S+) sha ([0-9a-f]{12}) -->[ \t]*$")
 ALMOST_MARKER = re.compile(r"^\s*<!--\s*cell\s+\S+\s+sha\b")
@@ -264,11 +260,8 @@ class Edition:
         dest = english if not path else pathlib.Path(
             os.path.normpath(english.parent / path.replace("/", os.sep)))
         translated = dest in self.blocks
-        if translated:
-            new_path = posixpath.relpath(self.layout.chinese(dest).as_posix(),
-                                         self.layout.chinese(english).parent.as_posix())
-        else:
-            new_path = posixpath.relpath(dest.as_posix(), self.layout.chinese(english).parent.as_posix())
+        new_path = posixpath.relpath((self.layout.chinese(dest) if translated else dest).as_posix(),
+                                     self.layout.chinese(english).parent.as_posix())
         if frag and dest in self.nbs:
             key = frag[1:]
             english_anchors = {anchor(h) for c in self.nbs[dest].cells if c.cell_type == "markdown"
