@@ -377,6 +377,35 @@ ATTENTION = [
 ]
 
 
+# --------------------------------------------------------------------------- LayerNorm backward
+# (written after its checker, with the checker's formula in view: a weaker test than the rest)
+def ln_backward(*, mean_term=1.0, xhat_term=1.0, n_shift=0, weight_in_dx=True, dweight_x=False,
+                unbiased=False):
+    def fn(dy, x, weight, eps=1e-5):
+        N = x.shape[-1]
+        mu = x.mean(-1, keepdim=True)
+        var = x.var(-1, keepdim=True) if unbiased else ((x - mu) ** 2).mean(-1, keepdim=True)
+        std = torch.sqrt(var + eps)
+        x_hat = (x - mu) / std
+        g = dy * weight if weight_in_dx else dy
+        n = N + n_shift
+        dx = (g - mean_term * g.sum(-1, keepdim=True) / n
+              - xhat_term * x_hat * (g * x_hat).sum(-1, keepdim=True) / n) / std
+        flat = (x if dweight_x else x_hat).reshape(-1, N)
+        return dx, (dy.reshape(-1, N) * flat).sum(0), dy.reshape(-1, N).sum(0)
+    return fn
+
+
+LN_BACKWARD = [
+    ("no mean term", ln_backward(mean_term=0.0), {"missing_mean_term"}),
+    ("no x_hat term", ln_backward(xhat_term=0.0), {"missing_xhat_term"}),
+    ("sums divided by N - 1", ln_backward(n_shift=-1), {"wrong_n"}),
+    ("dy instead of dy * weight", ln_backward(weight_in_dx=False), {"weight_forgotten"}),
+    ("dweight from x", ln_backward(dweight_x=True), {"dweight_with_x"}),
+    ("torch.var default", ln_backward(unbiased=True), {"unbiased_variance"}),
+]
+
+
 # --------------------------------------------------------------------------- the set
 CHECKERS = {
     "layer_norm": (ex.check_layer_norm, LAYER_NORM),
@@ -388,6 +417,7 @@ CHECKERS = {
     "warmup_cosine": (ex.check_warmup_cosine, WARMUP),
     "gelu_tanh": (ex.check_gelu_tanh, GELU),
     "attention": (ex.check_attention, ATTENTION),
+    "layer_norm_backward": (ex.check_layer_norm_backward, LN_BACKWARD),
 }
 
 CASES = [(key, name, fn, accepted) for key, (_, cases) in CHECKERS.items()

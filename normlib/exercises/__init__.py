@@ -2,8 +2,10 @@
 
 Each ``check_*`` runs your function (or class) against normlib and PyTorch on several shapes,
 dtypes, edge inputs and the backward pass, and returns a ``CheckResult`` (passed, messages,
-diagnosis) that prints as a short report. A wrong answer is compared with a catalogue of classic
-mistakes, so the report can say *which* mistake it is ("unbiased variance (n - 1)").
+diagnosis) that prints as a short report. A wrong answer is probed one property at a time (a row
+shifted, a row scaled, one token perturbed, weight = 2, ...) and compared with a catalogue of
+classic mistakes, so the report can say *which* mistake it is ("unbiased variance (n - 1)"), or
+that it cannot tell exactly.
 
     from normlib.exercises import check_layer_norm
     check_layer_norm(my_layer_norm)
@@ -18,6 +20,7 @@ from .catalog import EXERCISES, Exercise, exercise
 from .deep_norm import check_deep_norm
 from .gelu import check_gelu_tanh
 from .layer_norm import check_layer_norm
+from .layer_norm_backward import check_layer_norm_backward
 from .result import CheckResult
 from .rms_norm import check_rms_norm
 from .rope import check_rope
@@ -27,6 +30,6 @@ from .swiglu import check_swiglu_ffn
 __all__ = [
     "CheckResult", "EXERCISES", "Exercise", "exercise",
     "check_attention", "check_batch_norm", "check_deep_norm", "check_gelu_tanh",
-    "check_layer_norm", "check_rms_norm", "check_rope", "check_swiglu_ffn",
+    "check_layer_norm", "check_layer_norm_backward", "check_rms_norm", "check_rope", "check_swiglu_ffn",
     "check_warmup_cosine",
 ]

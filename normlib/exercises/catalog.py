@@ -13,6 +13,7 @@ from .batch_norm import check_batch_norm
 from .deep_norm import check_deep_norm
 from .gelu import check_gelu_tanh
 from .layer_norm import check_layer_norm
+from .layer_norm_backward import check_layer_norm_backward
 from .rms_norm import check_rms_norm
 from .rope import check_rope
 from .schedule import check_warmup_cosine
@@ -350,6 +351,43 @@ _EXERCISES += [
             "Rotate q and k (per head) by their positions before taking the scores; v is left "
             "as it is.",
             "在计算分数之前，按位置旋转 q 和 k（每个头分别旋转）；v 保持不变。"))),
+]
+
+_EXERCISES += [
+    Exercise(
+        "layer_norm_backward", "LayerNorm backward", "手推 LayerNorm 反向传播",
+        "10_layer_norm_backward.ipynb", check_layer_norm_backward,
+        "def layer_norm_backward(dy, x, weight, eps=1e-5):\n"
+        '    """dx, dweight, dbias of LayerNorm over the last dim, by hand."""\n'
+        "    raise NotImplementedError\n",
+        "Given dy, the gradient of the loss with respect to y = LayerNorm(x) * weight + bias over "
+        "the last dim (N features), return (dx, dweight, dbias) computed by hand, without "
+        "autograd: dx has x's shape, dweight and dbias have shape (N,).",
+        "已知 dy（损失对 y = LayerNorm(x) * weight + bias 的梯度，在最后一维的 N 个特征上归一化），"
+        "不用 autograd，手推并返回 (dx, dweight, dbias)：dx 与 x 同形状，dweight 和 dbias 的形状是 "
+        "(N,)。",
+        12,
+        (_q("Why does dx sum to 0 over each row?", "为什么 dx 在每一行上的和为 0？",
+            "Adding a constant to a row does not change LayerNorm's output, so the gradient has no "
+            "component along (1, ..., 1); the - mean(g) term removes it.",
+            "给一行加上常数，LayerNorm 的输出不变，所以梯度在 (1, ..., 1) 方向上没有分量；"
+            "- mean(g) 这一项正是把它减掉。"),
+         _q("And why is dx orthogonal to x_hat?", "为什么 dx 与 x_hat 正交？",
+            "Scaling a row about its mean does not change the output (up to eps), so the gradient "
+            "has no component along x_hat; the - x_hat * mean(g * x_hat) term, the path through "
+            "the variance, removes it.",
+            "把一行绕均值缩放，输出不变（忽略 eps），所以梯度在 x_hat 方向上没有分量；"
+            "- x_hat * mean(g * x_hat) 这一项（经过方差的那条路径）正是把它减掉。"),
+         _q("How do you test a hand-written backward?", "怎么测试手写的反向传播？",
+            "Against autograd on small float64 inputs with odd sizes and a constant row, or with "
+            "torch.autograd.gradcheck, which compares with finite differences.",
+            "在 float64 的小输入上（奇数尺寸、含常数行）与 autograd 比较，或者用 "
+            "torch.autograd.gradcheck 与有限差分比较。"),
+         _q("What does the forward pass keep for the backward?", "前向传播要为反向传播保存什么？",
+            "One mean and one rstd = 1 / sqrt(var + eps) per row: torch.native_layer_norm returns "
+            "(output, mean, rstd), and x_hat is recomputed from them.",
+            "每行一个均值和一个 rstd = 1 / sqrt(var + eps)：torch.native_layer_norm 返回 "
+            "(output, mean, rstd)，x_hat 由它们重新算出。"))),
 ]
 
 EXERCISES: dict[str, Exercise] = {e.key: e for e in _EXERCISES}
