@@ -201,3 +201,14 @@ def test_entry_pages_link_existing_headings_and_the_chinese_edition(tree):
     assert any("README.zh-CN.md:1" in p and "has a Chinese edition" in p for p in problems), problems
     assert any("README.zh-CN.md:2" in p and "no such file" in p for p in problems), problems
     assert any("cheatsheet.md:1" in p and "no heading with that anchor" in p for p in problems), problems
+
+
+def test_stale_prints_the_blocks_to_retranslate_with_their_new_sha(tree, capsys):
+    nb = nbformat.read(tree / "01_lesson.ipynb", as_version=4)
+    nb.cells[2].source = BODY + " Always."
+    nbformat.write(nb, tree / "01_lesson.ipynb")
+    assert main(["--stale", "--root", str(tree)]) == 0
+    out = capsys.readouterr().out
+    assert f"<!-- cell c0000002 sha {sha12(BODY + ' Always.')} -->" in out
+    assert f"stale (was sha {sha12(BODY)})" in out and "Always." in out
+    assert "c0000000" not in out                                  # the unchanged cell is not listed
