@@ -135,6 +135,11 @@ def norm_probes(s, call, *, centred: bool) -> list:
                 f"no eps, or one below {resolution:.0e}"
             return ("eps_ignored", f"Your divisor does not change when eps goes from 0.001 to 0.1: "
                     f"you ignore the eps argument (your code uses {used}). Use the eps passed in.")
+        if all(near(e, e.mean().expand_as(e), 0, resolution) for e in implied):
+            seen = [fmt(float(e.mean())) for e in implied]
+            return ("eps_wrong", f"Your divisor is sqrt({stat} + e), but e is not the eps passed: "
+                    f"with eps = 0.001 your code adds {seen[0]}, with eps = 0.1 it adds {seen[1]}. "
+                    f"Add eps itself inside the square root: sqrt({stat} + eps).")
         k = float((dens[0] / (var_b + eps_values[0]).sqrt()).mean())
         return ("not_std" if centred else "not_rms",
                 f"Your divisor is not sqrt({stat} + eps): on rows of small spread with eps = 0.001 "
