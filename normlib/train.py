@@ -72,7 +72,9 @@ def train_ensemble(
         schedules: one ``step -> multiplier`` per member (LambdaLR's convention: step 0 is the first
             update), or None for a constant lr.
         seeds: one batch seed per member (default 0, 1, ..., M-1); the initialization is the
-            caller's. Member m sees exactly the batches ``train_lm(..., seed=seeds[m])`` would.
+            caller's. Member m sees exactly the batches ``train_lm(..., seed=seeds[m])`` would:
+            ``language.sample(steps * batch_size, seq_len + 1, Generator().manual_seed(seed))``,
+            drawn at the start and split into ``steps`` batches.
         batch_size, seq_len: each member's batch is (batch_size, seq_len + 1) tokens.
         on_step: called as on_step(step, models) after every update, with the models holding the
             current weights (copying them back costs time: pass it only when needed).
@@ -114,15 +116,24 @@ def train_ensemble(
         logits = functional_call(base, (p, b), (tokens[:, :-1],))               # (B, T, V)
         return F.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
 
-    batched_loss = torch.vmap(member_loss)                      # (M, ...) -> (M,)
-    gens = [torch.Generator().manual_seed(s) for s in seeds]    # batches are drawn on the CPU
+    if M > 1:
+        batched_loss = torch.vmap(member_loss)                  # (M, ...) -> (M,)
+    else:                                                       # vmap's overhead buys nothing
+        def batched_loss(p, b, tokens):
+            return member_loss({k: v[0] for k, v in p.items()}, {k: v[0] for k, v in b.items()},
+                               tokens[0]).unsqueeze(0)
+    # Every batch of a run is drawn at the start, (steps, B, T + 1) per member from its own seed:
+    # one sampling loop per member instead of one per member and step.
+    data = torch.stack([language.sample(steps * batch_size, seq_len + 1,
+                                        torch.Generator().manual_seed(s))
+                        .view(steps, batch_size, seq_len + 1) for s in seeds], dim=1).to(device)
     exp_avg, exp_avg_sq = torch.zeros_like(flat), torch.zeros_like(flat)      # (M, P)
     alive = torch.ones(M, 1, dtype=torch.bool, device=device)
     losses = torch.full((M, steps), float("nan"))
     beta1, beta2 = betas
 
     for step in range(steps):
-        tokens = torch.stack([language.sample(batch_size, seq_len + 1, g) for g in gens]).to(device)
+        tokens = data[step]                                     # (M, B, T + 1)
         views = {k: v.view(M, *shape)
                  for k, v, shape in zip(names, flat.split(sizes, dim=1), shapes, strict=True)}
         loss = batched_loss(views, buffers, tokens)             # (M,)
