@@ -13,8 +13,8 @@ exercise's property probes: inputs that isolate one property at a time (a row sh
 constant, a row scaled, one token perturbed, weight = 2, bias = 1, ...). Each failing property
 gives a plain sentence: what fails and what it implies. The diagnosis is, in this order: a
 stopping problem (time limit, forbidden built-in), a confirmed catalogue mistake, a structural
-problem (None, shape, dtype, in-place, no autograd), the first failing property, an exception, and
-otherwise "I cannot tell exactly".
+problem (None, shape, dtype, in-place, no autograd), the first failing property, an exception
+(or NaN, or wrong gradients), and otherwise "I cannot tell exactly".
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ class Session:
             try:
                 with quiet():
                     out = p()
-            except (Fail, _Stop, Exception):
+            except Exception:            # Fail, _Stop, or a probe that does not apply
                 continue
             if out and out[0] not in (k for k, _ in self.properties):
                 self.properties.append(out)
