@@ -17,9 +17,16 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # Jupyter refuses to start as root unless told it may.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 120
+# Strict nbval, one notebook per worker (--dist loadfile keeps a notebook's cells in one kernel),
+# as many workers as cores (at most 2: the notebooks pin one torch thread each).
+NBVAL_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && n=2; echo $$n)
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	--nbval-cell-timeout 300 -n $(NBVAL_WORKERS) --dist loadfile
+# "Another CPU": PyTorch's generic kernels, MKL held to SSE4.2, one OpenMP thread. Floats that depend
+# on summation order change in their last digits here; what nbval compares must not.
+PORTABLE_ENV := ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 OMP_NUM_THREADS=1
 
-.PHONY: setup lab test lint pytest nbval execute clean
+.PHONY: setup lab test lint pytest nbval test-portable bench execute clean
 
 setup: $(STAMP)
 
@@ -41,6 +48,15 @@ pytest: setup
 
 nbval: setup
 	$(PY) -m pytest $(NBVAL) notebooks
+
+# Every notebook again under strict nbval, with the numerics of another CPU (README, "Tests").
+test-portable: setup
+	$(PORTABLE_ENV) $(PY) -m pytest $(NBVAL) notebooks
+
+# Speed is measured, never asserted: widget callbacks and notebook cell times, each beside a
+# reference measured in the same run (tests/bench.py). All notebooks, or: make bench NB=notebooks/04_*.ipynb
+bench: setup
+	$(PY) tests/bench.py $(if $(filter command line,$(origin NB)),$(NB))
 
 test: check-exercises check-translations lint pytest nbval
 

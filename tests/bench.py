@@ -1,0 +1,135 @@
+"""make bench: how fast the widgets answer and the notebooks run, on this machine.
+
+A benchmark, never a test: it measures and prints, and fails only if a notebook raises. Each
+absolute figure comes with a ratio to a reference measured in the same run, so that two machines
+(or one machine under different load) can be compared:
+- a widget callback's median time (call + draw, Agg) against drawing a plain one-line figure of
+  the lesson's size the same way;
+- a notebook's cell time (the sum of its cells' execution times, as nbval runs them: one kernel,
+  one notebook at a time) against one training step of a fixed small model (a 12-layer
+  TinyTransformerLM, forward and backward, one thread), the kind of work the lessons do.
+
+    python tests/bench.py [notebook ...]        (default: every lesson and practice notebook)
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import pathlib
+import platform
+import statistics
+import sys
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import nbformat  # noqa: E402
+import torch  # noqa: E402
+from nbclient import NotebookClient  # noqa: E402
+from test_widgets import NOTEBOOKS, ROOT, call_and_draw, callbacks, widget_notebooks  # noqa: E402
+
+import normlib as nl  # noqa: E402
+from normlib.viz import reading_mode  # noqa: E402
+
+
+def median_seconds(fn, repeat: int) -> float:
+    fn()                                                   # warm caches
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (f"{cpu}, {os.cpu_count()} logical cores, torch {torch.__version__} "
+            f"({torch.backends.cpu.get_cpu_capability()}), load average "
+            f"{' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+
+
+def reference_figure() -> float:
+    def draw():
+        fig, ax = plt.subplots()
+        ax.plot([0, 1, 2], [0, 1, 0])
+        fig.canvas.draw()
+        plt.close(fig)
+    return median_seconds(draw, 15)
+
+
+def reference_step() -> float:
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = nl.TinyTransformerLM(64, 32, 12, 4, 16)
+    tokens = torch.randint(64, (8, 17), generator=torch.Generator().manual_seed(0))
+
+    def step():
+        model.zero_grad()
+        nl.lm_loss(model, tokens).backward()
+    return median_seconds(step, 20)
+
+
+def widget_rows(ref_fig: float) -> list[tuple[str, float, float]]:
+    rows = []
+    reading_mode()
+    for path in widget_notebooks():
+        for name, fn in callbacks(path):
+            def call(fn=fn):
+                call_and_draw(fn)
+                plt.close("all")
+            t = median_seconds(call, 5)
+            rows.append((f"{path.relative_to(ROOT / 'notebooks')}:{name}", t, t / ref_fig))
+    return rows
+
+
+def notebook_row(path: pathlib.Path) -> tuple[float, float]:
+    """(cell time, wall time) in seconds for one fresh-kernel run of the notebook."""
+    nb = nbformat.read(path, as_version=4)
+    start = time.perf_counter()
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    wall = time.perf_counter() - start
+    cell = 0.0
+    for c in nb.cells:
+        timing = c.get("metadata", {}).get("execution", {})
+        if c.cell_type == "code" and "iopub.execute_input" in timing:
+            begin, end = (datetime.datetime.fromisoformat(timing[k].replace("Z", "+00:00"))
+                          for k in ("iopub.execute_input", "shell.execute_reply"))
+            cell += (end - begin).total_seconds()
+    return cell, wall
+
+
+def main(argv: list[str]) -> None:
+    paths = [pathlib.Path(a).resolve() for a in argv] or NOTEBOOKS
+    print(f"machine: {machine()}")
+    ref_fig, ref_step = reference_figure(), reference_step()
+    print(f"references: a one-line figure drawn in {ref_fig * 1e3:.1f} ms; one training step of a "
+          f"12-layer TinyTransformerLM in {ref_step * 1e3:.1f} ms\n")
+    rows = widget_rows(ref_fig)
+    width = max(len(r[0]) for r in rows)
+    print(f"{'widget callback (call + draw)':{width}s}  median ms  x one-line figure")
+    for name, t, ratio in rows:
+        print(f"{name:{width}s}  {t * 1e3:9.1f}  {ratio:17.1f}")
+    print(f"\n{'notebook':44s}  cell time s  wall s  cell time in reference steps")
+    total = 0.0
+    for path in paths:
+        cell, wall = notebook_row(path)
+        total += cell
+        print(f"{str(path.relative_to(ROOT / 'notebooks')):44s}  {cell:11.1f}  {wall:6.1f}  "
+              f"{cell / ref_step:28.0f}")
+    print(f"{'total':44s}  {total:11.1f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
