@@ -25,7 +25,6 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-LATENCY_BUDGET_MS = 500
 # Per-notebook numbers for the summary at the end of the run (filled by the tests).
 RESULTS: dict[str, dict] = {}
 

@@ -5,9 +5,10 @@ All Cells from the menu, wait until idle, then assert that no cell (nor any Outp
 error (cells tagged ``raises-exception`` may), that every widget the saved notebook displays has
 rendered, that no Output widget shows the same plot twice, and that moving one control (a slider
 first: focus its handle, press an arrow key; else a dropdown, toggle buttons, a checkbox) changes
-the output it drives within 500 ms, median of three moves. Every lesson (notebooks/*.ipynb) needs
-such a control. A screenshot per notebook goes to build/screenshots/; the seconds from "run all"
-to idle and the control's latency are printed at the end of the run.
+the output it drives (three moves, each within 10 s). Every lesson (notebooks/*.ipynb) needs such
+a control. A screenshot per notebook goes to build/screenshots/; the seconds from "run all" to idle
+and the median latency from key press to redrawn output are printed at the end of the run: they are
+measurements, not assertions (speed is a benchmark, never a test).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from e2e_support import (
     FIND_CONTROL_JS,
     IDLE_JS,
     KERNEL_READY_JS,
-    LATENCY_BUDGET_MS,
     NOTEBOOKS,
     OPEN_JS,
     PROBLEMS_JS,
@@ -41,8 +41,8 @@ from e2e_support import (
 )
 
 OPEN_TIMEOUT_S = 90      # page load and kernel start, on two busy cores
-RUN_TIMEOUT_S = 180      # lessons run in under 30 s under nbval; the browser adds rendering
-MOVES = 3                # control moves per notebook; the median latency is asserted
+RUN_TIMEOUT_S = 300      # a functional limit (a hung kernel), far above any lesson's run time
+MOVES = 3                # control moves per notebook; the median latency is reported
 
 PATHS = notebook_paths()
 
@@ -197,9 +197,6 @@ def test_notebook_runs_in_jupyterlab(path, lab, lab_page):
         if is_lesson(path):
             assert latency is not None, \
                 f"{rel}: a lesson needs at least one control (slider, dropdown...) driving an output"
-        if latency is not None:
-            assert latency < LATENCY_BUDGET_MS, \
-                f"{rel}: control to redrawn output took {latency:.0f} ms (budget {LATENCY_BUDGET_MS})"
         problems = _errors(page, path)
         assert not problems, f"{rel}: errors after moving the control:\n" + "\n\n".join(problems)
         _check_no_duplicate_plots(twice, rel)
