@@ -39,8 +39,8 @@ def leaky_relu(x: torch.Tensor, negative_slope: float = 0.01) -> torch.Tensor:
 def gelu(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     """GELU, x * Phi(x) with Phi the standard normal CDF, as ``F.gelu``.
 
-    approximate="none": 0.5 x (1 + erf(x / sqrt(2)))                       (BERT, exact)
-    approximate="tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))    (GPT-2)
+    approximate="none": 0.5 x (1 + erf(x / sqrt(2)))                       (exact; HF BERT)
+    approximate="tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))    (GPT-2; Google's BERT code)
     """
     check_tensor("gelu", "x", x)
     check_choice("gelu", "approximate", approximate, ("none", "tanh"))
@@ -87,7 +87,7 @@ def activation(name: str):
     return ACTIVATIONS[name]
 
 
-# GLU variant -> the function applied to the gate, Shazeer 2020 eq. (5) to (6)
+# GLU variant -> the function applied to the gate, Shazeer 2020 eq. (4) (GLU, Bilinear) and (5)
 _GATES = {
     "glu": torch.sigmoid,          # GLU      = sigmoid(xW) * xV     (Dauphin et al. 2017)
     "bilinear": lambda g: g,       # Bilinear = xW * xV
