@@ -148,12 +148,12 @@ def train_ensemble(
         bias_correction1 = 1 - beta1 ** (step + 1)
         bias_correction2_sqrt = math.sqrt(1 - beta2 ** (step + 1))
         with torch.no_grad():                                   # torch.optim.Adam's update
-            g = flat.grad.where(alive, 0.0)
+            g = flat.grad if alive.all() else flat.grad.where(alive, 0.0)      # (M, P)
             exp_avg.lerp_(g, 1 - beta1)
             exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-            step_size = (lr_t / bias_correction1).where(alive, 0.0)
-            flat.sub_(step_size * (exp_avg / denom))
+            denom = exp_avg_sq.sqrt().div_(bias_correction2_sqrt).add_(eps)
+            step_size = (lr_t / bias_correction1).where(alive, 0.0)              # (M, 1)
+            flat.sub_(exp_avg.div(denom).mul_(step_size))
         if on_step is not None:
             _copy_back(models, flat, names, sizes, shapes, buffers)
             on_step(step, models)
