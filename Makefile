@@ -17,8 +17,8 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # Jupyter refuses to start as root unless told it may.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-# Strict nbval, one notebook per worker (--dist loadfile keeps a notebook's cells in one kernel),
-# as many workers as cores (at most 2: the notebooks pin one torch thread each).
+# pytest and strict nbval run one worker per core (at most 2: the notebooks pin one torch thread
+# each); for nbval, --dist loadfile keeps a notebook's cells in one kernel.
 NBVAL_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && n=2; echo $$n)
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	--nbval-cell-timeout 300 -n $(NBVAL_WORKERS) --dist loadfile
@@ -44,7 +44,7 @@ lint: setup
 	$(VENV)/bin/ruff check normlib tests notebooks slides
 
 pytest: setup
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests -n $(NBVAL_WORKERS)
 
 nbval: setup
 	$(PY) -m pytest $(NBVAL) notebooks
