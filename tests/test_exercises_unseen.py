@@ -406,6 +406,125 @@ LN_BACKWARD = [
 ]
 
 
+
+# --------------------------------------------------------------------------- multi-head attention
+class Mha(nn.Module):
+    """A learner's MHA written with einsum and a precomputed mask buffer; the cases below change one
+    method each, the way one slip changes one line."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads=None):
+        super().__init__()
+        self.nh, self.nkv = n_heads, n_kv_heads or n_heads
+        self.hd = d_model // n_heads
+        self.q_proj = nn.Linear(d_model, d_model, bias=False)
+        self.k_proj = nn.Linear(d_model, self.kv_width(d_model), bias=False)
+        self.v_proj = nn.Linear(d_model, self.kv_width(d_model), bias=False)
+        self.o_proj = nn.Linear(d_model, d_model, bias=False)
+
+    def kv_width(self, d_model):
+        return self.nkv * self.hd
+
+    def expand_kv(self, t):
+        return torch.repeat_interleave(t, self.nh // self.nkv, dim=1)
+
+    def mask(self, T, S):
+        return torch.ones(T, S, dtype=torch.bool).tril(S - T)
+
+    def weights(self, scores, keep):
+        return scores.masked_fill(~keep, float("-inf")).softmax(-1)
+
+    def scale(self):
+        return self.hd ** -0.5
+
+    def merge(self, y, B, T):
+        return y.transpose(1, 2).reshape(B, T, -1)
+
+    def remember(self, k, v, cache):
+        return cache.update(k, v) if cache is not None else (k, v)
+
+    def forward(self, x, cache=None):
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, self.nh, self.hd).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.nkv, self.hd).transpose(1, 2)
+        k, v = self.remember(k, v, cache)
+        k, v = self.expand_kv(k), self.expand_kv(v)
+        scores = torch.einsum("bhtd,bhsd->bhts", q, k) * self.scale()
+        y = self.weights(scores, self.mask(T, k.shape[2])) @ v
+        return self.o_proj(self.merge(y, B, T))
+
+
+class MhaExpandGroups(Mha):
+    def expand_kv(self, t):          # (B, g, H_kv, S, D) -> (B, H, S, D): head h reads h % H_kv
+        B, _, S, D = t.shape
+        return t[:, None].expand(B, self.nh // self.nkv, self.nkv, S, D).reshape(B, self.nh, S, D)
+
+
+class MhaTriuMask(Mha):
+    def mask(self, T, S):            # masks j >= t instead of j > t
+        return ~torch.ones(T, S, dtype=torch.bool).triu(S - T)
+
+
+class MhaPermuteView(Mha):
+    def merge(self, y, B, T):
+        return y.permute(0, 2, 1, 3).view(B, T, -1)
+
+
+class MhaTimesSqrt(Mha):
+    def scale(self):
+        return math.sqrt(self.hd)
+
+
+class MhaMaskWeights(Mha):
+    def weights(self, scores, keep):
+        return scores.softmax(-1) * keep
+
+
+class MhaNanoGPTBuffer(Mha):
+    def mask(self, T, S):            # nanoGPT's bias[:, :, :T, :T], sliced to the keys
+        return torch.ones(64, 64, dtype=torch.bool).tril()[:T, :S]
+
+
+class MhaOwnCache(Mha):
+    def remember(self, k, v, cache):     # keeps the keys on self, ignores the cache passed in
+        if cache is None:
+            return k, v
+        if getattr(self, "past", None) is not None and self.past[0].shape[0] == k.shape[0]:
+            k, v = torch.cat((self.past[0], k), 2), torch.cat((self.past[1], v), 2)
+        self.past = (k, v)
+        return k, v
+
+
+class MhaNoMaskWithCache(Mha):
+    def forward(self, x, cache=None):
+        self.cached = cache is not None
+        return super().forward(x, cache)
+
+    def mask(self, T, S):
+        return torch.ones(T, S, dtype=torch.bool) if self.cached else super().mask(T, S)
+
+
+class MhaKvFullWidth(Mha):
+    def kv_width(self, d_model):
+        return d_model
+
+    def forward(self, x, cache=None):
+        self.nkv = self.nh
+        return super().forward(x, cache)
+
+
+MULTI_HEAD_ATTENTION = [
+    ("kv heads expanded as a block", MhaExpandGroups, {"kv_repeat"}),
+    ("triu(0) mask hides the diagonal", MhaTriuMask, {"mask_diagonal"}),
+    ("merge with permute().view()", MhaPermuteView, {"view_after_transpose"}),
+    ("scores times sqrt(head_dim)", MhaTimesSqrt, {"scale"}),
+    ("mask multiplied into the weights", MhaMaskWeights, {"mask_after_softmax"}),
+    ("nanoGPT mask buffer with a cache", MhaNanoGPTBuffer, {"cache_offset"}),
+    ("a cache of its own on self", MhaOwnCache, {"cache_unused"}),
+    ("no mask once a cache is passed", MhaNoMaskWithCache, {"cache_no_mask"}),
+    ("k_proj and v_proj of width d_model", MhaKvFullWidth, {"wrong_kv_shape"}),
+]
+
 # --------------------------------------------------------------------------- the set
 CHECKERS = {
     "layer_norm": (ex.check_layer_norm, LAYER_NORM),
@@ -418,6 +537,7 @@ CHECKERS = {
     "gelu_tanh": (ex.check_gelu_tanh, GELU),
     "attention": (ex.check_attention, ATTENTION),
     "layer_norm_backward": (ex.check_layer_norm_backward, LN_BACKWARD),
+    "multi_head_attention": (ex.check_multi_head_attention, MULTI_HEAD_ATTENTION),
 }
 
 CASES = [(key, name, fn, accepted) for key, (_, cases) in CHECKERS.items()

@@ -14,6 +14,7 @@ from .deep_norm import check_deep_norm
 from .gelu import check_gelu_tanh
 from .layer_norm import check_layer_norm
 from .layer_norm_backward import check_layer_norm_backward
+from .multi_head_attention import check_multi_head_attention
 from .rms_norm import check_rms_norm
 from .rope import check_rope
 from .schedule import check_warmup_cosine
@@ -388,6 +389,66 @@ _EXERCISES += [
             "(output, mean, rstd), and x_hat is recomputed from them.",
             "每行一个均值和一个 rstd = 1 / sqrt(var + eps)：torch.native_layer_norm 返回 "
             "(output, mean, rstd)，x_hat 由它们重新算出。"))),
+]
+
+_EXERCISES += [
+    Exercise(
+        "multi_head_attention", "Multi-head attention (GQA, KV cache)", "手撕多头注意力（GQA、KV cache）",
+        "11_multi_head_attention.ipynb", check_multi_head_attention,
+        "class MultiHeadAttention(nn.Module):\n"
+        "    def __init__(self, d_model, n_heads, n_kv_heads=None):\n"
+        "        super().__init__()\n        raise NotImplementedError\n\n"
+        "    def forward(self, x, cache=None):\n        raise NotImplementedError\n",
+        "Causal multi-head self-attention for x (B, T, d_model) with bias-free nn.Linear layers "
+        "q_proj and o_proj (d_model -> d_model), k_proj and v_proj (d_model -> n_kv_heads * "
+        "head_dim), head_dim = d_model // n_heads; n_kv_heads=None means n_heads, and query head h "
+        "reads key/value head h // (n_heads // n_kv_heads) (GQA; MQA when n_kv_heads = 1). "
+        "forward(x, cache=None): cache is an nl.KVCache; with one, the new tokens sit at positions "
+        "cache.seq_len onwards, cache.update(k, v) appends their (B, n_kv_heads, T, head_dim) keys "
+        "and values and returns all of them, and decoding token by token gives the full pass's "
+        "outputs.",
+        "实现因果多头自注意力，x 形状为 (B, T, d_model)。无 bias 的 nn.Linear：q_proj 和 o_proj"
+        "（d_model -> d_model），k_proj 和 v_proj（d_model -> n_kv_heads * head_dim），"
+        "head_dim = d_model // n_heads；n_kv_heads=None 表示等于 n_heads，第 h 个查询头读取第 "
+        "h // (n_heads // n_kv_heads) 个键值头（GQA；n_kv_heads = 1 即 MQA）。"
+        "forward(x, cache=None)：cache 是一个 nl.KVCache；传入时，新 token 的位置从 cache.seq_len "
+        "开始，cache.update(k, v) 追加它们的 (B, n_kv_heads, T, head_dim) 键和值并返回全部键值；"
+        "逐个 token 解码的输出要与一次性前向的输出相同。",
+        15,
+        (_q("Why GQA or MQA? What do they save?", "为什么用 GQA 或 MQA？省下了什么？",
+            "The KV cache: 2 x layers x B x n_kv_heads x S x head_dim numbers, read at every "
+            "decoding step. With 8 key/value heads for 32 query heads (LLaMA 3 8B, Llama 3 paper "
+            "Table 3) it is 4 times smaller than with 32: 1 GiB per 8,192-token sequence in bf16. "
+            "MQA (Shazeer 2019) keeps one kv head; GQA (Ainslie et al. 2023) sits in between.",
+            "省的是 KV cache：2 x 层数 x B x n_kv_heads x S x head_dim 个数，每一步解码都要读一遍。"
+            "32 个查询头配 8 个键值头（LLaMA 3 8B，Llama 3 论文表 3）时，它比 32 个键值头小 4 倍："
+            "bf16 下每条 8,192 token 的序列 1 GiB。MQA（Shazeer 2019）只留一个键值头；"
+            "GQA（Ainslie 等 2023）介于两者之间。"),
+         _q("Why is decoding with the cache equal to the full pass?",
+            "为什么用 KV cache 逐步解码与一次性前向结果相同？",
+            "Under the causal mask an earlier token's key and value never depend on later tokens, "
+            "so recomputing them would give the same numbers; the new query at position S attends "
+            "to keys 0 .. S, the same row of the full pass's masked scores.",
+            "在因果掩码下，前面 token 的键和值不依赖后面的 token，重算也得到同样的数；位置 S 的新查询"
+            "关注键 0 .. S，正是一次性前向里被掩码后的分数矩阵的同一行。"),
+         _q("Why cache keys and values but not queries?", "为什么缓存键和值，而不缓存查询？",
+            "Each query is used once, by its own token; every later token needs all earlier keys "
+            "and values. The cache holds the n_kv_heads heads before they are repeated, and, with "
+            "RoPE, keys already rotated at their positions.",
+            "每个查询只被它自己的 token 用一次；而后面每个 token 都要用到之前所有的键和值。"
+            "缓存存的是重复之前的 n_kv_heads 个头；用 RoPE 时，存的是已经按各自位置旋转过的键。"),
+         _q("What does one decoding step cost with and without the cache?",
+            "有无 KV cache 时，每一步解码的代价各是多少？",
+            "With it: the projections of one token and one query against S keys, O(S x d_model) "
+            "per layer for attention. Without it: the whole prefix again, O(S x d_model^2) for the "
+            "projections and O(S^2 x d_model) for attention.",
+            "有缓存：只算一个 token 的投影，一个查询对 S 个键，每层注意力 O(S x d_model)。"
+            "没有缓存：整个前缀重算一遍，投影 O(S x d_model^2)，注意力 O(S^2 x d_model)。"),
+         _q("Why 1/sqrt(head_dim) and not 1/sqrt(d_model)?", "为什么除以 sqrt(head_dim) 而不是 sqrt(d_model)？",
+            "Each head's score is a dot product of head_dim terms: for unit-variance entries its "
+            "variance is head_dim (Vaswani et al. 2017, 3.2.1).",
+            "每个头的分数是 head_dim 项的点积：各分量方差为 1 时，它的方差是 head_dim"
+            "（Vaswani 等 2017，3.2.1 节）。"))),
 ]
 
 EXERCISES: dict[str, Exercise] = {e.key: e for e in _EXERCISES}
