@@ -525,6 +525,120 @@ MULTI_HEAD_ATTENTION = [
     ("k_proj and v_proj of width d_model", MhaKvFullWidth, {"wrong_kv_shape"}),
 ]
 
+
+# --------------------------------------------------------------------------- LLaMA block
+def rms(x, w, eps=1e-5):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def rotate_half(t):
+    a, b = t.chunk(2, dim=-1)
+    return torch.cat((-b, a), dim=-1)
+
+
+class Llama(nn.Module):
+    """A learner's LLaMA block in one class (functional RMSNorm and RoPE); the cases below change
+    one method each."""
+
+    def __init__(self, d_model, n_heads, hidden_dim, n_kv_heads=None):
+        super().__init__()
+        self.nh, self.nkv, self.hd = n_heads, n_kv_heads or n_heads, d_model // n_heads
+        self.attn_norm = nn.Module()
+        self.attn_norm.weight = nn.Parameter(torch.ones(d_model))
+        self.ffn_norm = nn.Module()
+        self.ffn_norm.weight = nn.Parameter(torch.ones(d_model))
+        self.attn = nn.Module()
+        for name, out in (("q_proj", d_model), ("k_proj", self.nkv * self.hd),
+                          ("v_proj", self.nkv * self.hd), ("o_proj", d_model)):
+            setattr(self.attn, name, nn.Linear(d_model, out, bias=False))
+        self.ffn = nn.Module()
+        self.ffn.w1 = nn.Linear(d_model, hidden_dim, bias=False)
+        self.ffn.w3 = nn.Linear(d_model, hidden_dim, bias=False)
+        self.ffn.w2 = nn.Linear(hidden_dim, d_model, bias=False)
+
+    def norm(self, x, w):
+        return rms(x, w)
+
+    def rope(self, q, k):
+        T, D = q.shape[-2:]
+        inv = 1.0 / 10000 ** (torch.arange(0, D, 2, dtype=torch.float64) / D)
+        freqs = torch.outer(torch.arange(T, dtype=torch.float64), inv)
+        emb = torch.cat((freqs, freqs), -1)
+        cos, sin = emb.cos().to(q.dtype), emb.sin().to(q.dtype)
+        return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+    def mask(self, T):
+        return torch.full((T, T), float("-inf")).triu(1)
+
+    def mlp(self, z):
+        return self.ffn.w2(F.silu(self.ffn.w1(z)) * self.ffn.w3(z))
+
+    def attention(self, h):
+        B, T, C = h.shape
+        a = self.attn
+        q = a.q_proj(h).view(B, T, self.nh, self.hd).transpose(1, 2)
+        k = a.k_proj(h).view(B, T, self.nkv, self.hd).transpose(1, 2)
+        v = a.v_proj(h).view(B, T, self.nkv, self.hd).transpose(1, 2)
+        q, k = self.rope(q, k)
+        k = k.repeat_interleave(self.nh // self.nkv, 1)
+        v = v.repeat_interleave(self.nh // self.nkv, 1)
+        s = q @ k.transpose(2, 3) / math.sqrt(self.hd) + self.mask(T).to(q.dtype)
+        return a.o_proj((s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C))
+
+    def forward(self, x):
+        h = x + self.attention(self.norm(x, self.attn_norm.weight))
+        return h + self.mlp(self.norm(h, self.ffn_norm.weight))
+
+
+class LlamaNormAfterAdd(Llama):
+    def forward(self, x):            # normalizes before the sublayer and again after the add
+        h = self.norm(x + self.attention(self.norm(x, self.attn_norm.weight)),
+                      self.attn_norm.weight)
+        return self.norm(h + self.mlp(self.norm(h, self.ffn_norm.weight)), self.ffn_norm.weight)
+
+
+class LlamaGlobalRms(Llama):
+    def norm(self, x, w):
+        return x / torch.sqrt(x.pow(2).mean() + 1e-5) * w
+
+
+class LlamaRopeOnlyQ(Llama):
+    def rope(self, q, k):
+        return super().rope(q, k)[0], k
+
+
+class LlamaNoMask(Llama):
+    def mask(self, T):
+        return torch.zeros(T, T)
+
+
+class LlamaSiluOnUp(Llama):
+    def mlp(self, z):
+        return self.ffn.w2(self.ffn.w1(z) * F.silu(self.ffn.w3(z)))
+
+
+class LlamaNoFfnNorm(Llama):
+    def forward(self, x):
+        h = x + self.attention(self.norm(x, self.attn_norm.weight))
+        return h + self.mlp(h)
+
+
+class LlamaLayerNormByHand(Llama):
+    def norm(self, x, w):
+        x = x - x.mean(-1, keepdim=True)
+        return x / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + 1e-5) * w
+
+
+LLAMA_BLOCK = [
+    ("norm before and after the add", LlamaNormAfterAdd, {"post_norm"}),
+    ("RMS over the whole tensor", LlamaGlobalRms, {"norm_axis"}),
+    ("RoPE on q only", LlamaRopeOnlyQ, {"no_rope"}),
+    ("no causal mask", LlamaNoMask, {"sees_future"}),
+    ("SiLU on the up projection", LlamaSiluOnUp, {"gate_up_swapped"}),
+    ("no ffn_norm", LlamaNoFfnNorm, {"no_norm"}),
+    ("LayerNorm written by hand", LlamaLayerNormByHand, {"layer_norm"}),
+]
+
 # --------------------------------------------------------------------------- the set
 CHECKERS = {
     "layer_norm": (ex.check_layer_norm, LAYER_NORM),
@@ -538,6 +652,7 @@ CHECKERS = {
     "attention": (ex.check_attention, ATTENTION),
     "layer_norm_backward": (ex.check_layer_norm_backward, LN_BACKWARD),
     "multi_head_attention": (ex.check_multi_head_attention, MULTI_HEAD_ATTENTION),
+    "llama_block": (ex.check_llama_block, LLAMA_BLOCK),
 }
 
 CASES = [(key, name, fn, accepted) for key, (_, cases) in CHECKERS.items()
@@ -594,6 +709,33 @@ def held_bn(*, eval_batch_var=False, bias_times=1):
     return BatchNorm
 
 
+# Exercises 11 and 12, written after their probes and measured once: softmax over the heads gave NaN
+# (true but vague), 1/head_dim was named; the LLaMA block's two were "cannot tell", after which the
+# RoPE variants and the gate-activation probe were added.
+class MhaSoftmaxOverHeads(Mha):
+    def weights(self, scores, keep):
+        return scores.masked_fill(~keep, float("-inf")).softmax(1)
+
+
+class MhaScaledTwice(Mha):
+    def scale(self):
+        return 1 / math.sqrt(self.hd) / math.sqrt(self.hd)
+
+
+class LlamaThetaWithoutTwo(Llama):
+    def rope(self, q, k):
+        T, D = q.shape[-2:]
+        inv = 1.0 / 10000 ** (torch.arange(0, D // 2, dtype=torch.float64) / D)
+        emb = torch.outer(torch.arange(T, dtype=torch.float64), inv).repeat(1, 2)
+        cos, sin = emb.cos().to(q.dtype), emb.sin().to(q.dtype)
+        return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+class LlamaGeglu(Llama):
+    def mlp(self, z):
+        return self.ffn.w2(F.gelu(self.ffn.w1(z)) * self.ffn.w3(z))
+
+
 def lnb_rstd_twice(dy, x, weight, eps=1e-5):
     dx, dw, db = ln_backward()(dy, x, weight, eps)
     return dx * torch.rsqrt(x.var(-1, unbiased=False, keepdim=True) + eps), dw, db
@@ -631,6 +773,11 @@ HELD_OUT = [
     ("attention", "scaled by 1/D", lambda q, k, v, causal=True: attn(
         q, k, v, causal, scale=lambda q: 1 / q.shape[-1]), {"scaled_by_d"}),
     ("layer_norm_backward", "dx times rstd again", lnb_rstd_twice, {"dx_scale"}),
+    ("multi_head_attention", "softmax over the heads", MhaSoftmaxOverHeads,
+     {"softmax_wrong_dim", "weights_not_normalized"}),
+    ("multi_head_attention", "scaled by sqrt(head_dim) twice", MhaScaledTwice, {"scaled_by_d"}),
+    ("llama_block", "RoPE theta without the 2", LlamaThetaWithoutTwo, {"rope_frequencies"}),
+    ("llama_block", "GELU gate", LlamaGeglu, {"gate_activation"}),
 ]
 
 

@@ -21,6 +21,7 @@ from .deep_norm import check_deep_norm
 from .gelu import check_gelu_tanh
 from .layer_norm import check_layer_norm
 from .layer_norm_backward import check_layer_norm_backward
+from .llama_block import check_llama_block
 from .multi_head_attention import check_multi_head_attention
 from .result import CheckResult
 from .rms_norm import check_rms_norm
@@ -31,6 +32,7 @@ from .swiglu import check_swiglu_ffn
 __all__ = [
     "CheckResult", "EXERCISES", "Exercise", "exercise",
     "check_attention", "check_batch_norm", "check_deep_norm", "check_gelu_tanh",
-    "check_layer_norm", "check_layer_norm_backward", "check_multi_head_attention", "check_rms_norm", "check_rope", "check_swiglu_ffn",
+    "check_layer_norm", "check_layer_norm_backward", "check_llama_block",
+    "check_multi_head_attention", "check_rms_norm", "check_rope", "check_swiglu_ffn",
     "check_warmup_cosine",
 ]

@@ -14,6 +14,7 @@ from .deep_norm import check_deep_norm
 from .gelu import check_gelu_tanh
 from .layer_norm import check_layer_norm
 from .layer_norm_backward import check_layer_norm_backward
+from .llama_block import check_llama_block
 from .multi_head_attention import check_multi_head_attention
 from .rms_norm import check_rms_norm
 from .rope import check_rope
@@ -449,6 +450,60 @@ _EXERCISES += [
             "variance is head_dim (Vaswani et al. 2017, 3.2.1).",
             "每个头的分数是 head_dim 项的点积：各分量方差为 1 时，它的方差是 head_dim"
             "（Vaswani 等 2017，3.2.1 节）。"))),
+    Exercise(
+        "llama_block", "LLaMA decoder block", "手撕 LLaMA 解码器块", "12_llama_block.ipynb",
+        check_llama_block,
+        "class LlamaBlock(nn.Module):\n"
+        "    def __init__(self, d_model, n_heads, hidden_dim, n_kv_heads=None):\n"
+        "        super().__init__()\n        raise NotImplementedError\n\n"
+        "    def forward(self, x):\n        raise NotImplementedError\n",
+        "A LLaMA decoder block from your own pieces, for x (B, T, d_model) at positions 0 .. T - 1: "
+        "h = x + attn(attn_norm(x)), out = h + ffn(ffn_norm(h)). attn_norm and ffn_norm are "
+        "RMSNorm (eps 1e-5) with a weight of shape (d_model,); attn is causal multi-head attention "
+        "(q_proj, k_proj, v_proj, o_proj, GQA as in exercise 11) with RoPE (base 10000, HF's "
+        "\"half\" layout) on q and k; ffn is SwiGLU (w1 gate, w3 up, w2 down, hidden_dim). All "
+        "linear layers are bias-free.",
+        "用你自己写的组件拼出一个 LLaMA 解码器块，x 形状为 (B, T, d_model)，位置为 0 .. T - 1："
+        "h = x + attn(attn_norm(x))，out = h + ffn(ffn_norm(h))。attn_norm 和 ffn_norm 是 RMSNorm"
+        "（eps 1e-5），权重形状 (d_model,)；attn 是因果多头注意力（q_proj、k_proj、v_proj、o_proj，"
+        "GQA 同练习 11），对 q 和 k 施加 RoPE（base 10000，HF 的 \"half\" 排布）；ffn 是 SwiGLU"
+        "（w1 门控、w3 上投影、w2 下投影，隐藏维 hidden_dim）。所有线性层都没有 bias。",
+        20,
+        (_q("What does LLaMA change from the original Transformer block?",
+            "LLaMA 的块相比原始 Transformer 改了什么？",
+            "Touvron et al. (2023, Section 2.2): normalization before each sublayer (from GPT-3) "
+            "with RMSNorm, SwiGLU instead of ReLU (from PaLM), rotary embeddings instead of "
+            "absolute ones (from GPTNeo); the linear layers have no bias.",
+            "Touvron 等（2023，2.2 节）：在每个子层之前做归一化（沿用 GPT-3），用 RMSNorm；"
+            "用 SwiGLU 代替 ReLU（沿用 PaLM）；用旋转位置编码代替绝对位置编码（沿用 GPTNeo）；"
+            "线性层都没有 bias。"),
+         _q("Why normalize before the sublayer (Pre-LN)?", "为什么在子层之前归一化（Pre-LN）？",
+            "The residual stream x + f(norm(x)) keeps an identity path from the output to every "
+            "layer, so gradients at initialization are well-behaved and training needs little or "
+            "no warmup (Xiong et al. 2020). The stream itself is never normalized: LLaMA applies "
+            "one final RMSNorm before the output layer.",
+            "残差流 x + f(norm(x)) 从输出到每一层都保留了一条恒等路径，所以初始化时梯度表现良好，"
+            "训练几乎不需要预热（Xiong 等 2020）。残差流本身不被归一化：LLaMA 在输出层之前再做一次 "
+            "RMSNorm。"),
+         _q("Why RMSNorm rather than LayerNorm?", "为什么用 RMSNorm 而不是 LayerNorm？",
+            "It drops the mean subtraction and the bias and keeps the re-scaling, which Zhang and "
+            "Sennrich (2019) found is what matters; it is cheaper (they report 7% to 64% less "
+            "running time across models).",
+            "它去掉了减均值和 bias，只保留缩放；Zhang 和 Sennrich（2019）发现起作用的正是缩放；"
+            "它也更省（他们报告在不同模型上运行时间减少 7% 到 64%）。"),
+         _q("Where does RoPE enter, and why not on v or on x?", "RoPE 加在哪里？为什么不加在 v 或 x 上？",
+            "On q and k of each head, after the projections and before the scores, so that the "
+            "score q_m . k_n depends on m - n. v carries content, and nothing is added to the "
+            "residual stream, unlike absolute position embeddings.",
+            "加在每个头的 q 和 k 上，在投影之后、算分数之前，使分数 q_m · k_n 只依赖 m - n。"
+            "v 承载内容；和绝对位置编码不同，残差流里不加任何位置信息。"),
+         _q("How many parameters does one LLaMA 7B block have?", "LLaMA 7B 的一个块有多少参数？",
+            "d_model 4096, hidden 11008, 32 heads without GQA: attention 4 x 4096^2, FFN "
+            "3 x 4096 x 11008, two norms 2 x 4096: 202,383,360. 32 blocks, the embedding and output "
+            "matrices (32,000 x 4096 each) and the final norm give 6.74 billion.",
+            "d_model 4096，隐藏维 11008，32 个头、不用 GQA：注意力 4 x 4096^2，FFN 3 x 4096 x 11008，"
+            "两个归一化 2 x 4096：共 202,383,360。32 个块，加上嵌入矩阵和输出矩阵（各 32,000 x 4096）"
+            "和最后的归一化，共 67.4 亿。"))),
 ]
 
 EXERCISES: dict[str, Exercise] = {e.key: e for e in _EXERCISES}

@@ -1,0 +1,414 @@
+"""The LLaMA decoder block checker (手撕 LLaMA block), and the mistakes it can name.
+
+The learner writes ``LlamaBlock(d_model, n_heads, hidden_dim, n_kv_heads=None)`` from their own
+pieces, with these parameters (Meta's LLaMA names, shortened):
+
+    attn_norm.weight, ffn_norm.weight                  (C,)     RMSNorm, eps 1e-5
+    attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj          bias-free, GQA as in exercise 11
+    ffn.w1 (gate), ffn.w3 (up): C -> hidden, ffn.w2 (down): hidden -> C    bias-free SwiGLU
+
+and ``forward(x)`` for x (B, T, C), positions 0 .. T - 1:
+
+    h   = x + attn(rmsnorm(x) * attn_norm.weight)      causal, RoPE on q and k ("half" layout, HF)
+    out = h + w2(silu(w1 z) * w3 z),  z = rmsnorm(h) * ffn_norm.weight
+
+The reference is ``nl.TransformerBlock(d_model, n_heads, n_kv_heads, norm="rmsnorm",
+placement="pre", ffn="swiglu", rope=True, d_ff=hidden_dim)`` with the learner's weights copied in.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import normlib as nl
+
+from ._compare import randn
+from ._probes import near, output
+from ._session import Fail, Session
+from .result import CheckResult
+
+__all__ = ["check_llama_block", "LLAMA_MISTAKES"]
+
+LLAMA_MISTAKES = {
+    "missing_parameter": ("a parameter is missing or misnamed", "the block needs attn_norm.weight "
+                          "and ffn_norm.weight (C,), attn.q_proj / k_proj / v_proj / o_proj and "
+                          "ffn.w1 / w2 / w3, bias-free."),
+    "wrong_shape": ("a weight of the wrong shape", "q_proj and o_proj are (C, C), k_proj and v_proj "
+                    "(n_kv_heads * head_dim, C), w1 and w3 (hidden_dim, C), w2 (C, hidden_dim)."),
+    "has_bias": ("linear layers with bias", "LLaMA's linear layers are bias-free: "
+                 "nn.Linear(..., bias=False)."),
+    "post_norm": ("norm after the residual add (Post-LN)", "LLaMA normalizes the input of each "
+                  "sublayer and adds its output to the un-normalized stream: h = x + attn(norm(x)), "
+                  "not norm(x + attn(x))."),
+    "no_residual": ("residual connections missing", "each sublayer's output is added to its "
+                    "input: h = x + attn(norm(x)), out = h + ffn(norm(h))."),
+    "no_attn_residual": ("attention residual missing", "add the attention's output to its input: "
+                         "h = x + attn(attn_norm(x))."),
+    "no_ffn_residual": ("FFN residual missing", "add the FFN's output to its input: "
+                        "out = h + ffn(ffn_norm(h))."),
+    "layer_norm": ("LayerNorm instead of RMSNorm", "LLaMA's norm is RMSNorm (Zhang & Sennrich "
+                   "2019): x / sqrt(mean(x^2) + eps) * weight, no mean subtracted, no bias."),
+    "no_norm": ("a sublayer input is not normalized", "normalize the input of each sublayer: "
+                "attn(attn_norm(x)) and ffn(ffn_norm(h))."),
+    "norm_weight_unused": ("a norm's weight is unused", "each RMSNorm multiplies by its own weight: "
+                           "attn_norm.weight before the attention, ffn_norm.weight before the FFN."),
+    "norm_axis": ("norm over the wrong dims", "RMSNorm normalizes each token on its own, over "
+                  "the last dim: x.pow(2).mean(-1, keepdim=True)."),
+    "sees_future": ("attention not causal", "a decoder block's attention is causal: mask keys "
+                    "j > t with -inf before the softmax."),
+    "no_rope": ("RoPE missing", "rotate q and k by their positions before the scores; without it "
+                "causal attention cannot tell the order of earlier tokens."),
+    "rope_layout": ("RoPE in the interleaved layout", "this exercise uses HF's \"half\" layout: "
+                    "pairs (i, i + D/2), x * cos + rotate_half(x) * sin. Meta's original code "
+                    "pairs (2i, 2i + 1); a checkpoint converted to HF has its q/k rows permuted to "
+                    "match."),
+    "rope_frequencies": ("RoPE frequencies without the 2", "theta_i = base^(-2i / D) for "
+                         "i = 0 .. D/2 - 1 (torch.arange(0, D, 2) / D): with base^(-i / D) the "
+                         "frequencies fall too slowly."),
+    "rope_positions": ("RoPE positions start at 1", "the first token is at position 0 (it is not "
+                       "rotated): torch.arange(T)."),
+    "gate_activation": ("the gate's activation is not SiLU", "SwiGLU gates with SiLU, "
+                        "x * sigmoid(x): w2(silu(w1(z)) * w3(z)); GELU gives GEGLU, sigmoid GLU."),
+    "gate_up_swapped": ("gate and up swapped", "SiLU goes on w1 (the gate): "
+                        "w2(silu(w1(z)) * w3(z))."),
+}
+
+_NAMES = ("attn_norm.weight", "attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight",
+          "attn.o_proj.weight", "ffn_norm.weight", "ffn.w1.weight", "ffn.w3.weight",
+          "ffn.w2.weight")
+_REFERENCE_NAMES = ("norm1.weight", "attn.q_proj.weight", "attn.k_proj.weight",
+                    "attn.v_proj.weight", "attn.o_proj.weight", "norm2.weight", "ffn.w1.weight",
+                    "ffn.w3.weight", "ffn.w2.weight")
+
+
+def _shapes(C, H, hidden, H_kv):
+    kv = H_kv * (C // H)
+    return ((C,), (C, C), (kv, C), (kv, C), (C, C), (C,), (hidden, C), (hidden, C), (C, hidden))
+
+
+def _rope(t, layout, step=2, start=0):
+    """t (B, H, T, D) rotated at positions start .. start + T - 1, theta_i = 10000^(-step i / D)
+    (step 2 is RoPE's; step 1 forgets the 2)."""
+    T, D = t.shape[-2:]
+    theta = 10000.0 ** (-step * torch.arange(D // 2, dtype=torch.float64) / D)     # (D/2,)
+    angle = torch.arange(start, start + T, dtype=torch.float64)[:, None] * theta   # (T, D/2)
+    cos, sin = angle.cos().to(t.dtype), angle.sin().to(t.dtype)
+    if layout == "half":
+        a, b = t[..., : D // 2], t[..., D // 2:]
+        return torch.cat((a * cos - b * sin, a * sin + b * cos), -1)
+    a, b = t[..., 0::2], t[..., 1::2]
+    return torch.stack((a * cos - b * sin, a * sin + b * cos), -1).flatten(-2)
+
+
+def _block(x, W, H, H_kv, *, placement="pre", res_attn=True, res_ffn=True, norm="rms",
+           rope="half", swap=False, gate=F.silu, rope_step=2, rope_start=0):
+    """The block with the classic mistakes as options (the mutants); W in the order of _NAMES."""
+    n1, Wq, Wk, Wv, Wo, n2, W1, W3, W2 = W
+    B, T, C = x.shape
+    D, g = C // H, H // H_kv
+
+    def normed(t, w):
+        if norm == "layer":
+            return F.layer_norm(t, (C,), w, None, 1e-5)
+        return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-5) * w
+
+    def attn(t):
+        q = (t @ Wq.T).view(B, T, H, D).transpose(1, 2)
+        k = (t @ Wk.T).view(B, T, H_kv, D).transpose(1, 2).repeat_interleave(g, 1)
+        v = (t @ Wv.T).view(B, T, H_kv, D).transpose(1, 2).repeat_interleave(g, 1)
+        if rope != "none":
+            q, k = _rope(q, rope, rope_step, rope_start), _rope(k, rope, rope_step, rope_start)
+        s = (q @ k.transpose(-2, -1) / math.sqrt(D)).masked_fill(
+            ~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+        return (s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C) @ Wo.T
+
+    def ffn(t):
+        a, u = t @ W1.T, t @ W3.T
+        if swap:
+            a, u = u, a
+        return (gate(a) * u) @ W2.T
+
+    if placement == "post":
+        h = normed(x + attn(x), n1)
+        return normed(h + ffn(h), n2)
+    h = attn(normed(x, n1)) + (x if res_attn else 0)
+    return ffn(normed(h, n2)) + (h if res_ffn else 0)
+
+
+def _mutants(x, W, H, H_kv):
+    return [(key, (lambda kw=kw: _block(x, W, H, H_kv, **kw))) for key, kw in [
+        ("post_norm", dict(placement="post")),
+        ("no_residual", dict(res_attn=False, res_ffn=False)),
+        ("no_attn_residual", dict(res_attn=False)),
+        ("no_ffn_residual", dict(res_ffn=False)),
+        ("layer_norm", dict(norm="layer")),
+        ("no_rope", dict(rope="none")),
+        ("rope_layout", dict(rope="interleaved")),
+        ("gate_up_swapped", dict(swap=True)),
+        ("rope_frequencies", dict(rope_step=1)),
+        ("rope_positions", dict(rope_start=1)),
+        ("gate_activation", dict(gate=F.gelu)),
+        ("gate_activation", dict(gate=torch.sigmoid)),
+    ]]
+
+
+def _reference(W, H, H_kv, hidden, dtype):
+    C = W[0].shape[0]
+    ref = nl.TransformerBlock(C, H, H_kv, norm="rmsnorm", placement="pre", ffn="swiglu",
+                              rope=True, d_ff=hidden).to(dtype)
+    params = dict(ref.named_parameters())
+    with torch.no_grad():
+        for name, w in zip(_REFERENCE_NAMES, W, strict=True):
+            params[name].copy_(w)
+    return ref
+
+
+def check_llama_block(cls, *, time_limit: float = 3.0) -> CheckResult:
+    """Check ``cls(d_model, n_heads, hidden_dim, n_kv_heads=None)`` against normlib's LLaMA block."""
+    s = Session("LLaMA block", LLAMA_MISTAKES, time_limit=time_limit,
+                forbidden={"scaled_dot_product_attention": "F.scaled_dot_product_attention"},
+                references={nl.TransformerBlock.forward: "nl.TransformerBlock",
+                            nl.MultiHeadAttention.forward: "nl.MultiHeadAttention"})
+    if not s.require_callable(cls, "your class"):
+        return s.result()
+
+    def build(C, H, hidden, H_kv=None, dtype=torch.float64, seed=0, weights=None):
+        """The learner's block with known weights: (module, weights in the order of _NAMES)."""
+        m = s.call(cls, C, H, hidden) if H_kv is None else s.call(cls, C, H, hidden, H_kv)
+        if not isinstance(m, nn.Module):
+            raise Fail(f"LlamaBlock({C}, {H}, {hidden}) built a {type(m).__name__}, expected an "
+                       "nn.Module", "raised")
+        params = dict(m.named_parameters())
+        for name, shape in zip(_NAMES, _shapes(C, H, hidden, H_kv or H), strict=True):
+            if name not in params:
+                raise Fail(f"no parameter {name}", "missing_parameter")
+            if tuple(params[name].shape) != shape:
+                raise Fail(f"{name} has shape {tuple(params[name].shape)}, expected {shape}",
+                           "wrong_shape")
+        extra = sorted(set(params) - set(_NAMES))
+        if extra:
+            key = "has_bias" if any(n.endswith("bias") for n in extra) else "missing_parameter"
+            raise Fail(f"unexpected parameters: {', '.join(extra[:3])}", key)
+        m = s.call(m.to, dtype)
+        params = dict(m.named_parameters())
+        if weights is None:
+            weights = [randn(*shape, seed=seed + i, dtype=dtype, scale=0.2, offset=1.0)
+                       if len(shape) == 1 else
+                       randn(*shape, seed=seed + i, dtype=dtype, scale=shape[1] ** -0.5)
+                       for i, shape in enumerate(_shapes(C, H, hidden, H_kv or H))]
+        with torch.no_grad():
+            for name, w in zip(_NAMES, weights, strict=True):
+                params[name].copy_(w)
+        return m, [w.to(dtype) for w in weights]
+
+    def forward(shape, H, hidden, H_kv, seed, dtype=torch.float64):
+        def check():
+            m, W = build(shape[-1], H, hidden, H_kv, dtype, seed)
+            x = randn(*shape, seed=seed + 20, dtype=dtype, scale=1.5)
+            got = s.call(m, x)
+            want = _reference(W, H, H_kv or H, hidden, dtype)(x).detach()
+            s.expect_close(got, want, mutants=_mutants(x, W, H, H_kv or H))
+        return check
+
+    def backward():
+        m, W = build(8, 2, 12, None, torch.float64, 60)
+        x = randn(2, 4, 8, seed=69, dtype=torch.float64)
+        ref = _reference(W, 2, 2, 12, torch.float64)
+        s.expect_grads(lambda x: m(x), lambda x: ref(x), {"x": x},
+                       mutants=[(k, (lambda x, i=i: _mutants(x, W, 2, 2)[i][1]()))
+                                for i, (k, _) in enumerate(_mutants(x, W, 2, 2))])
+
+    s.run("__init__(16, 4, 40): RMSNorm weights, attention, SwiGLU FFN (bias-free)",
+          lambda: build(16, 4, 40))
+    s.run("__init__(16, 4, 40, 2): GQA, k_proj and v_proj 16 -> 8", lambda: build(16, 4, 40, 2))
+    s.run("forward float64 (2, 5, 16), 4 heads, hidden 40", forward((2, 5, 16), 4, 40, None, 10))
+    s.run("forward float64 (1, 7, 24), GQA: 6 heads, 2 kv heads, hidden 64",
+          forward((1, 7, 24), 6, 64, 2, 30))
+    s.run("forward float32 (2, 6, 16), 2 heads, hidden 44",
+          forward((2, 6, 16), 2, 44, None, 50, torch.float32))
+    s.run("backward float64: gradient w.r.t. x", backward)
+    s.probe(*_probes(s, build))
+    return s.result()
+
+
+def _probes(s: Session, build) -> list:
+    """Designed weights, float64, d_model 8, 2 heads, hidden 12: sublayers switched off (o_proj = 0,
+    w2 = 0) to see the residual stream and the norms; a constant added to a token; w1 and w3
+    doubled; two tokens swapped (does the order reach later tokens?); the interleaved layout."""
+    C, H, hidden = 8, 2, 12
+    shapes = _shapes(C, H, hidden, H)
+    base = [randn(*shape, seed=800 + i, dtype=torch.float64, scale=0.2, offset=1.0)
+            if len(shape) == 1 else randn(*shape, seed=800 + i, dtype=torch.float64,
+                                           scale=shape[1] ** -0.5)
+            for i, shape in enumerate(shapes)]
+    x = randn(1, 5, C, seed=820, dtype=torch.float64, scale=1.5, offset=0.3)
+    broken = []         # the residual stream is wrong: the later probes would only echo it
+
+    def run(x, **changes):
+        W = list(base)
+        for name, w in changes.items():
+            W[_NAMES.index(name)] = w
+        m, _ = build(C, H, hidden, None, torch.float64, weights=W)
+        return output(s, m, x, like=x)
+
+    def zero(name):
+        return torch.zeros(shapes[_NAMES.index(name)], dtype=torch.float64)
+
+    def times(name, k):
+        return base[_NAMES.index(name)] * k
+
+    def rms(t, w):
+        return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-5) * w
+
+    def residual():
+        y = run(x, **{"attn.o_proj.weight": zero("attn.o_proj.weight"),
+                      "ffn.w2.weight": zero("ffn.w2.weight")})
+        if near(y, x, 1e-9, 1e-12):
+            return None
+        broken.append(True)
+        n1, n2 = base[0], base[5]
+        if near(y, rms(rms(x, n1), n2), 1e-6, 1e-9) or near(y, rms(x, n2), 1e-6, 1e-9):
+            return ("post_norm", "With both sublayers switched off (o_proj = 0, w2 = 0) your block "
+                    "returns x normalized, not x: the norm sits after the residual add (Post-LN). "
+                    "LLaMA adds each sublayer's output to the raw stream: h = x + attn(norm(x)).")
+        if near(y, torch.zeros_like(y), 0, 1e-12):
+            return ("no_residual", "With both sublayers switched off (o_proj = 0, w2 = 0) your "
+                    "block returns 0: there is no residual path. h = x + attn(attn_norm(x)), "
+                    "out = h + ffn(ffn_norm(h)).")
+        return ("no_residual", "With both sublayers switched off (o_proj = 0, w2 = 0) your block "
+                "does not return x: the residual stream itself is changed. Only the sublayers' "
+                "outputs are added to it.")
+
+    def one_residual():
+        if broken:
+            return None
+        for off, key, what, fix in (
+                ("ffn.w2.weight", "no_attn_residual", "attention", "h = x + attn(attn_norm(x))"),
+                ("attn.o_proj.weight", "no_ffn_residual", "FFN", "out = h + ffn(ffn_norm(h))")):
+            W = list(base)
+            W[_NAMES.index(off)] = zero(off)
+            with torch.no_grad():
+                want = _reference(W, H, H, hidden, torch.float64)(x)     # x + that sublayer
+            if near(run(x, **{off: zero(off)}), want - x, 1e-6, 1e-9):
+                broken.append(True)
+                return (key, f"With only the {what} switched on (the other sublayer's output "
+                        f"set to 0), your block returns the {what}'s output without x: the "
+                        f"residual is missing, {fix}.")
+        return None
+
+    def norm():
+        if broken:
+            return None
+        off = {"attn.o_proj.weight": zero("attn.o_proj.weight")}   # out = x + ffn(ffn_norm(x))
+        c = randn(1, 5, 1, seed=821, dtype=torch.float64, scale=2.0)
+        f = run(x, **off) - x
+        if near(run(x + c, **off) - (x + c), f, 1e-6, 1e-9):
+            return ("layer_norm", "Adding a constant to every feature of a token does not change "
+                    "what your FFN receives: your norm subtracts the mean, which is LayerNorm. "
+                    "LLaMA's RMSNorm only re-scales: x / sqrt(mean(x^2) + eps) * weight.")
+        if not near(run(3 * x, **off) - 3 * x, f, 1e-4, 1e-7):
+            return ("no_norm", "Multiplying a token by 3 changes what your FFN receives: its input "
+                    "is not normalized. Apply ffn_norm to h before the FFN (and attn_norm to x "
+                    "before the attention).")
+        for name in ("attn_norm.weight", "ffn_norm.weight"):
+            if near(run(x, **{name: times(name, 2.0)}), run(x), 1e-9, 1e-12):
+                return ("norm_weight_unused", f"Changing {name} does not change your output: each "
+                        "RMSNorm multiplies by its own weight (attn_norm before the attention, "
+                        "ffn_norm before the FFN).")
+        return None
+
+    def axis():
+        if broken:
+            return None
+        off = {"attn.o_proj.weight": zero("attn.o_proj.weight")}   # each token on its own
+        x2 = x.clone()
+        x2[:, 1] += randn(C, seed=822, dtype=torch.float64, scale=3.0)
+        others = [0, 2, 3, 4]
+        if near(run(x2, **off)[:, others], run(x, **off)[:, others], 1e-9, 1e-12):
+            return None
+        broken.append(True)
+        return ("norm_axis", "With the attention switched off, changing token 1 changed the "
+                "output of other tokens: your norm takes its statistics over more than one token. "
+                "RMSNorm works per token, over the last dim: x.pow(2).mean(-1, keepdim=True).")
+
+    def future():
+        if broken:
+            return None
+        x2 = x.clone()
+        x2[:, -1] += randn(C, seed=823, dtype=torch.float64, scale=3.0)
+        if near(run(x2)[:, :-1], run(x)[:, :-1], 1e-9, 1e-12):
+            return None
+        return ("sees_future", "Changing the last token changed the outputs of earlier tokens: "
+                "the attention is not causal. Mask the scores of keys j > t with -inf before the "
+                "softmax.")
+
+    def gate():
+        if broken:
+            return None
+        off = {"attn.o_proj.weight": zero("attn.o_proj.weight")}
+        f = run(x, **off) - x
+        up = run(x, **off, **{"ffn.w3.weight": times("ffn.w3.weight", 2.0)}) - x
+        if near(up, 2 * f, 1e-6, 1e-9):
+            return None
+        gate = run(x, **off, **{"ffn.w1.weight": times("ffn.w1.weight", 2.0)}) - x
+        if near(gate, 2 * f, 1e-6, 1e-9):
+            return ("gate_up_swapped", "Doubling w1 doubles your FFN's output and doubling w3 does "
+                    "not: SiLU is on w3. The gate is w1 and the up projection w3, which enters "
+                    "linearly: w2(silu(w1(z)) * w3(z)).")
+        return None
+
+    def activation():
+        """w1 = w3 = w2^T = [I; 0]: the FFN returns act(z) * z per feature, z = ffn_norm(x)."""
+        if broken:
+            return None
+        pick = torch.eye(hidden, C, dtype=torch.float64)
+        f = run(x, **{"attn.o_proj.weight": zero("attn.o_proj.weight"), "ffn.w1.weight": pick,
+                      "ffn.w3.weight": pick, "ffn.w2.weight": pick.T.contiguous()}) - x
+        z = rms(x, base[5])
+        act = f / z
+        if near(act, F.silu(z), 1e-6, 1e-9):
+            return None
+        for name, fn in (("GELU, which makes GEGLU", F.gelu),
+                         ("GELU (tanh), which makes GEGLU", lambda t: F.gelu(t, approximate="tanh")),
+                         ("sigmoid, which makes GLU", torch.sigmoid), ("ReLU (ReGLU)", torch.relu),
+                         ("the identity (Bilinear)", lambda t: t)):
+            if near(act, fn(z), 1e-6, 1e-9):
+                return ("gate_activation", f"With w1 = w3 = w2^T = identity your FFN returns "
+                        f"act(z) * z with act = {name}: SwiGLU's gate is SiLU, z * sigmoid(z).")
+        return ("gate_activation", "With w1 = w3 = w2^T = identity your FFN does not return "
+                "silu(z) * z: the FFN is w2(silu(w1(z)) * w3(z)).")
+
+    def order():
+        if broken:
+            return None
+        off = {"ffn.w2.weight": zero("ffn.w2.weight")}      # attention only
+        swapped = x[:, [1, 0, 2, 3, 4]]
+        if near(run(swapped, **off)[:, 2:], run(x, **off)[:, 2:], 1e-9, 1e-12):
+            return ("no_rope", "Swapping tokens 0 and 1 leaves the outputs of tokens 2, 3, 4 "
+                    "unchanged: your attention cannot tell the order of earlier tokens, so the "
+                    "positions never enter. Rotate both q and k with RoPE before the scores.")
+        W = list(base)
+        W[_NAMES.index("ffn.w2.weight")] = zero("ffn.w2.weight")
+        y = run(x, **off)
+        for key, kw, text in _ROPE_VARIANTS:
+            if near(y, _block(x, W, H, H, **kw), 1e-6, 1e-9):
+                return (key, text)
+        return None
+
+    return [residual, one_residual, axis, norm, future, gate, activation, order]
+
+
+_ROPE_VARIANTS = [
+    ("rope_layout", dict(rope="interleaved"), "Your attention matches RoPE with pairs (2i, 2i + 1), "
+     "Meta's interleaved layout; this block uses HF's \"half\" layout, pairs (i, i + D/2): "
+     "x * cos + rotate_half(x) * sin."),
+    ("rope_frequencies", dict(rope_step=1), "Your attention matches RoPE with theta_i = "
+     "base^(-i / D): the exponent misses its 2. theta_i = base^(-2i / D), i = 0 .. D/2 - 1, "
+     "i.e. 1 / base ** (torch.arange(0, D, 2) / D)."),
+    ("rope_positions", dict(rope_start=1), "Your attention matches RoPE with positions 1 .. T: the "
+     "first token sits at position 0, torch.arange(T)."),
+]
