@@ -123,9 +123,16 @@ def test_returning_output_and_cache_is_one_line_per_check():
         def forward(self, x, cache=None):
             return super().forward(x, cache), cache
 
+    class NarrowSteps(mha()):
+        def forward(self, x, cache=None):
+            y = super().forward(x, cache)
+            return y if cache is None else y[..., 1:]
+
     result = ex.check_multi_head_attention(ReturnsPair)
     assert not result.passed and "expected a torch.Tensor" in str(result), result
     assert "Traceback" not in str(result)
+    result = ex.check_multi_head_attention(NarrowSteps)
+    assert result.mistake == "wrong_shape" and len(result.failed_messages) == 2, result
 
 
 def test_the_layer_cannot_break_the_checker():

@@ -191,6 +191,18 @@ def check_multi_head_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
             s.expect_close(got, want, mutants=_mutants(x, W, H, H_kv or H))
         return check
 
+    def run_steps(m, x, cuts, cache):
+        """The outputs for the tokens between ``cuts``, one call each, concatenated."""
+        steps = []
+        for a, b in zip(cuts, cuts[1:], strict=False):
+            step = s.call(m, x[:, a:b], cache)
+            want = (x.shape[0], b - a, x.shape[2])
+            if not isinstance(step, torch.Tensor) or tuple(step.shape) != want:
+                raise Fail(f"a call on {b - a} new token(s) returned {type(step).__name__} "
+                           f"{tuple(getattr(step, 'shape', ()))}, expected {want}", "wrong_shape")
+            steps.append(step.detach())
+        return torch.cat(steps, 1)
+
     def decode(H, H_kv, prefill, seed):
         """Full pass, then the same tokens through the cache: `prefill` tokens, then one by one."""
         def check():
@@ -201,27 +213,21 @@ def check_multi_head_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
             full = s.call(m, x)
             cache = nl.KVCache()
             cuts = [0, *range(prefill, T + 1)]
-            steps = [s.call(m, x[:, a:b], cache) for a, b in zip(cuts, cuts[1:], strict=False)]
-            for step in steps:
-                if not isinstance(step, torch.Tensor) or step.dim() != 3 or step.shape[0] != B:
-                    raise Fail(f"a step with the cache returned {type(step).__name__} "
-                               f"{tuple(getattr(step, 'shape', ()))}, expected (B, T_new, C)",
-                               "wrong_shape")
-            got = torch.cat(steps, 1).detach()
+            got = run_steps(m, x, cuts, cache)
             if cache.seq_len != T:
-                raise Fail(f"after {len(steps)} steps the cache holds {cache.seq_len} tokens, "
+                raise Fail(f"after {len(cuts) - 1} steps the cache holds {cache.seq_len} tokens, "
                            f"expected {T}: call cache.update(k, v) in every step", "cache_unused")
             if cache.k.shape[1] != H_kv:
                 raise Fail(f"the cache holds {cache.k.shape[1]} key heads, expected n_kv_heads = "
                            f"{H_kv}: cache before repeating", "cache_after_repeat")
             tol = tolerance(torch.float64, float(want.abs().max()))
             if close_to(got, want, tol):
-                return f"{len(steps)} steps, cache (B, H_kv, S, D) = {tuple(cache.k.shape)}"
+                return f"{len(cuts) - 1} steps, cache (B, H_kv, S, D) = {tuple(cache.k.shape)}"
             if not close_to(full, want, tol):
                 raise Fail("the steps disagree with the reference, and so does your full pass "
                            "(see above)")
             # what the step outputs look like: each token alone, or each query at position 0..
-            alone = torch.cat([s.call(m, x[:, t:t + 1]) for t in range(T)], 1).detach()
+            alone = run_steps(m, x, list(range(T + 1)), None)
             if close_to(got, _steps(x, W, H, H_kv, cuts, "top_left"), tol):
                 raise Fail("steps differ from the full pass (looks like: the mask ignores the "
                            "cache offset)", "cache_offset")
