@@ -14,12 +14,15 @@ absolute figure comes with a ratio to a reference measured in the same run, so t
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import io
 import os
 import pathlib
 import platform
 import statistics
 import sys
+import tempfile
 import time
 
 import matplotlib
@@ -86,19 +89,39 @@ def widget_rows(ref_fig: float) -> list[tuple[str, float, float]]:
     for path in widget_notebooks():
         for name, fn in callbacks(path):
             def call(fn=fn):
-                call_and_draw(fn)
+                with contextlib.redirect_stdout(io.StringIO()):     # some callbacks print a table
+                    call_and_draw(fn)
                 plt.close("all")
             t = median_seconds(call, 5)
             rows.append((f"{path.relative_to(ROOT / 'notebooks')}:{name}", t, t / ref_fig))
     return rows
 
 
+@contextlib.contextmanager
+def kernel_stderr_to(file):
+    """Point file descriptor 2 (inherited by the kernel process) at ``file`` for the block."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(file.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def notebook_row(path: pathlib.Path) -> tuple[float, float]:
     """(cell time, wall time) in seconds for one fresh-kernel run of the notebook."""
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    NotebookClient(nb, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    with tempfile.TemporaryFile() as log, kernel_stderr_to(log):   # the kernel's start-up chatter
+        try:
+            NotebookClient(nb, timeout=600, kernel_name="python3",
+                           resources={"metadata": {"path": str(path.parent)}}).execute()
+        except Exception:
+            log.seek(0)
+            sys.stderr.buffer.write(log.read())
+            raise
     wall = time.perf_counter() - start
     cell = 0.0
     for c in nb.cells:
