@@ -513,6 +513,9 @@ class MhaKvFullWidth(Mha):
         return super().forward(x, cache)
 
 
+# Written together with the checker's first probes: four of these (triu(0), permute().view(), the
+# mask multiplied in, no mask with a cache) had no key then; mask_diagonal, view_after_transpose,
+# mask_after_softmax and cache_no_mask were added for them. The held-out batch below was not.
 MULTI_HEAD_ATTENTION = [
     ("kv heads expanded as a block", MhaExpandGroups, {"kv_repeat"}),
     ("triu(0) mask hides the diagonal", MhaTriuMask, {"mask_diagonal"}),
@@ -629,6 +632,8 @@ class LlamaLayerNormByHand(Llama):
         return x / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + 1e-5) * w
 
 
+# Written after the first probes; "RMS over the whole tensor" and "no causal mask" had no probe then
+# (norm_axis and sees_future were added for them). The held-out batch below came after.
 LLAMA_BLOCK = [
     ("norm before and after the add", LlamaNormAfterAdd, {"post_norm"}),
     ("RMS over the whole tensor", LlamaGlobalRms, {"norm_axis"}),
