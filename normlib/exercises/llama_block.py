@@ -73,6 +73,12 @@ LLAMA_MISTAKES = {
                        "rotated): torch.arange(T)."),
     "gate_activation": ("the gate's activation is not SiLU", "SwiGLU gates with SiLU, "
                         "x * sigmoid(x): w2(silu(w1(z)) * w3(z)); GELU gives GEGLU, sigmoid GLU."),
+    "attention_scale": ("wrong attention scale", "the scores are q . k / sqrt(head_dim), "
+                        "head_dim = d_model // n_heads (Vaswani et al. 2017, 3.2.1)."),
+    "no_o_proj": ("o_proj not applied", "the merged heads go through the output projection "
+                  "o_proj before the residual add."),
+    "no_down_projection": ("w2 not applied", "the FFN ends with the down projection w2 "
+                           "(hidden_dim -> d_model): w2(silu(w1(z)) * w3(z))."),
     "gate_up_swapped": ("gate and up swapped", "SiLU goes on w1 (the gate): "
                         "w2(silu(w1(z)) * w3(z))."),
 }
@@ -265,24 +271,34 @@ def _probes(s: Session, build) -> list:
         return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-5) * w
 
     def residual():
-        y = run(x, **{"attn.o_proj.weight": zero("attn.o_proj.weight"),
-                      "ffn.w2.weight": zero("ffn.w2.weight")})
+        every = {name: zero(name) for name in _NAMES[1:5] + _NAMES[6:]}   # every linear layer 0
+        y = run(x, **every)
         if near(y, x, 1e-9, 1e-12):
-            return None
+            off = {name: zero(name) for name in ("attn.o_proj.weight", "ffn.w2.weight")}
+            if near(run(x, **off), x, 1e-9, 1e-12):
+                return None
+            broken.append(True)
+            off.update({name: zero(name) for name in ("ffn.w1.weight", "ffn.w3.weight")})
+            if near(run(x, **off), x, 1e-9, 1e-12):          # the FFN's own output was the rest
+                return ("no_down_projection", "With w2 = 0 your FFN still changes the output: its "
+                        "result does not go through the down projection w2 (hidden_dim -> "
+                        "d_model). ffn(z) = w2(silu(w1(z)) * w3(z)).")
+            return ("no_o_proj", "With o_proj = 0 your attention still changes the output: the "
+                    "merged heads do not go through o_proj.")
         broken.append(True)
         n1, n2 = base[0], base[5]
         # loose: a norm whose eps is 1e-6 (LLaMA 1's) is still recognised
         if near(y, rms(rms(x, n1), n2), 1e-4, 1e-7) or near(y, rms(x, n2), 1e-4, 1e-7):
-            return ("post_norm", "With both sublayers switched off (o_proj = 0, w2 = 0) your block "
-                    "returns x normalized, not x: the norm sits after the residual add (Post-LN). "
-                    "LLaMA adds each sublayer's output to the raw stream: h = x + attn(norm(x)).")
+            return ("post_norm", "With every linear layer set to 0 your block returns x "
+                    "normalized, not x: the norm sits on the residual stream (after the add, "
+                    "Post-LN). LLaMA adds each sublayer's output to the raw stream: "
+                    "h = x + attn(norm(x)).")
         if near(y, torch.zeros_like(y), 0, 1e-12):
-            return ("no_residual", "With both sublayers switched off (o_proj = 0, w2 = 0) your "
-                    "block returns 0: there is no residual path. h = x + attn(attn_norm(x)), "
-                    "out = h + ffn(ffn_norm(h)).")
-        return ("no_residual", "With both sublayers switched off (o_proj = 0, w2 = 0) your block "
-                "does not return x: the residual stream itself is changed. Only the sublayers' "
-                "outputs are added to it.")
+            return ("no_residual", "With every linear layer set to 0 your block returns 0: there "
+                    "is no residual path. h = x + attn(attn_norm(x)), out = h + ffn(ffn_norm(h)).")
+        return ("no_residual", "With every linear layer set to 0 your block does not return x: "
+                "the residual stream itself is changed. Only the sublayers' outputs are added "
+                "to it.")
 
     def one_residual():
         if broken:
@@ -383,6 +399,34 @@ def _probes(s: Session, build) -> list:
         return ("gate_activation", "With w1 = w3 = w2^T = identity your FFN does not return "
                 "silu(z) * z: the FFN is w2(silu(w1(z)) * w3(z)).")
 
+    def scale():
+        """Token 0 = 0, token 1 = u; q = k = v = o = identity and the FFN off: the output at
+        position 1 is u + p * z (z = attn_norm(u)), p = sigmoid(scale * |z_h|^2) per head (RoPE
+        rotates a query and a key at the same position alike)."""
+        if broken:
+            return None
+        D = C // H
+        u = randn(C, seed=824, dtype=torch.float64, scale=0.5, offset=0.5)
+        xs = torch.stack([torch.zeros(C, dtype=torch.float64), u]).unsqueeze(0)     # (1, 2, C)
+        eye = torch.eye(C, dtype=torch.float64)
+        y = run(xs, **{name: eye for name in _NAMES[1:5]}, **{"ffn.w2.weight": zero("ffn.w2.weight")})
+        z = rms(u, base[0])
+        got = []
+        for h in range(H):
+            zh = z[h * D:(h + 1) * D]
+            p = float(((y[0, 1] - u)[h * D:(h + 1) * D] / zh).mean())
+            if not 0 < p < 1:
+                return None
+            got.append(math.log(p / (1 - p)) / float(zh @ zh))
+        want = 1 / math.sqrt(D)
+        if all(abs(g / want - 1) <= 1e-3 for g in got):
+            return None
+        text = next((t for v, t in ((1.0, "1: not scaled"), (1 / D, "1 / head_dim"),
+                                    (1 / math.sqrt(C), "1 / sqrt(d_model)"))
+                     if abs(got[0] / v - 1) <= 1e-3), f"{got[0]:.4g}")
+        return ("attention_scale", f"Your attention scores are q . k times {text}; the scale is "
+                f"1 / sqrt(head_dim) = {want:.4g} (head_dim = d_model // n_heads).")
+
     def order():
         if broken:
             return None
@@ -400,7 +444,7 @@ def _probes(s: Session, build) -> list:
                 return (key, text)
         return None
 
-    return [residual, one_residual, axis, norm, future, gate, activation, order]
+    return [residual, one_residual, axis, norm, future, gate, activation, order, scale]
 
 
 _ROPE_VARIANTS = [

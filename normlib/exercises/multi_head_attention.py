@@ -150,7 +150,8 @@ def check_multi_head_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
     s = Session("Multi-head attention", MHA_MISTAKES, time_limit=time_limit, forbidden=_FORBIDDEN,
                 references={nl.MultiHeadAttention.forward: "nl.MultiHeadAttention",
                             nl.attention: "nl.attention"},
-                error_hints=((r"view size is not compatible", "view_after_transpose"),),
+                error_hints=((r"view size is not compatible", "view_after_transpose"),
+                             (r"expanded size of the tensor", "kv_repeat")),
                 vague=("cache_steps", "weights_not_normalized"))
     if not s.require_callable(cls, "your class"):
         return s.result()
