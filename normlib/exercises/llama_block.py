@@ -242,9 +242,13 @@ def check_llama_block(cls, *, time_limit: float = 3.0) -> CheckResult:
 
 
 def _probes(s: Session, build) -> list:
-    """Designed weights, float64, d_model 8, 2 heads, hidden 12: sublayers switched off (o_proj = 0,
-    w2 = 0) to see the residual stream and the norms; a constant added to a token; w1 and w3
-    doubled; two tokens swapped (does the order reach later tokens?); the interleaved layout."""
+    """Designed weights, float64, d_model 8, 2 heads, hidden 12, in this order: every linear layer
+    0, then o_proj and w2 (the residual stream: x must come back); one sublayer on (its residual);
+    one token changed with the attention off (the norm's axis); a constant added, a token tripled
+    (LayerNorm or no norm) and the norm weights doubled; the last token changed (causal); w1 and
+    w3 doubled (which one gates); w1 = w3 = w2^T = I (the gate's activation); two tokens swapped
+    (does order reach later tokens?) and RoPE's variants; the scale from one score. A broken
+    residual stream stops the later probes, which would only echo it."""
     C, H, hidden = 8, 2, 12
     shapes = _shapes(C, H, hidden, H)
     base = [randn(*shape, seed=800 + i, dtype=torch.float64, scale=0.2, offset=1.0)

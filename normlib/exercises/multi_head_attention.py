@@ -288,9 +288,12 @@ def _steps(x, W, H, H_kv, cuts, mask):
 
 
 def _probes(s: Session, cls, build) -> list:
-    """Designed weights, float64, d_model 8: o_proj = 0; the same token at every position; key/value
-    heads that carry their own features; a change to the last token; the scale measured from one
-    score."""
+    """Designed weights, float64, d_model 8, in this order: one token (NaN: the diagonal is
+    masked); o_proj = 0; the same token at every position with v_proj = o_proj = I (heads split
+    and merged, weights that sum to 1; then k_proj = 0 tells the softmax axis from a mask applied
+    after it); key/value heads that carry their own features (the repeat order); a change to the
+    last token (causal); the scale measured from one score. Heads or positions mixed up stop the
+    later probes, which would only echo it."""
     C = 8
     eye = torch.eye(C, dtype=torch.float64)
     x = randn(1, 5, C, seed=700, dtype=torch.float64)
