@@ -585,8 +585,11 @@ class Llama(nn.Module):
         q, k = self.rope(q, k)
         k = k.repeat_interleave(self.nh // self.nkv, 1)
         v = v.repeat_interleave(self.nh // self.nkv, 1)
-        s = q @ k.transpose(2, 3) / math.sqrt(self.hd) + self.mask(T).to(q.dtype)
+        s = q @ k.transpose(2, 3) * self.scale() + self.mask(T).to(q.dtype)
         return a.o_proj((s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C))
+
+    def scale(self):
+        return 1 / math.sqrt(self.hd)
 
     def forward(self, x):
         h = x + self.attention(self.norm(x, self.attn_norm.weight))
@@ -775,17 +778,8 @@ class LlamaResidualFromNormed(Llama):
 
 
 class LlamaUnscaled(Llama):
-    def attention(self, h):
-        B, T, C = h.shape
-        a = self.attn
-        q = a.q_proj(h).view(B, T, self.nh, self.hd).transpose(1, 2)
-        k = a.k_proj(h).view(B, T, self.nkv, self.hd).transpose(1, 2)
-        v = a.v_proj(h).view(B, T, self.nkv, self.hd).transpose(1, 2)
-        q, k = self.rope(q, k)
-        k = k.repeat_interleave(self.nh // self.nkv, 1)
-        v = v.repeat_interleave(self.nh // self.nkv, 1)
-        s = q @ k.transpose(2, 3) + self.mask(T).to(q.dtype)          # no / sqrt(head_dim)
-        return a.o_proj((s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C))
+    def scale(self):
+        return 1.0
 
 
 class LlamaNoDownProjection(Llama):
