@@ -16,6 +16,14 @@ full (about SLIDE_LINES lines of text, a plot counted by its height): then it st
 notebook always wins.
 ``--annotate`` writes these defaults into the cells that have none (metadata only; outputs are
 untouched), to adjust by hand afterwards. Arrow keys, space and clickers walk every slide in order.
+Every lesson states a slide type on every cell (tests/test_slides.py checks it).
+
+What a slide shows of a cell. One scheme, set in JupyterLab's property inspector:
+- slide type "skip" leaves the whole cell out of the deck (the setup imports, cells that only
+  assert what the cell above printed); by default a code cell made only of ``assert`` statements
+  is skipped;
+- the cell tag ``hide-input`` (HIDE_INPUT) keeps only the cell's outputs: long plotting or diagram
+  code whose figure is the point of the slide. The notebook itself is unchanged.
 
 Widgets. A deck is static HTML, executed when the notebook was last saved. Each widget output is
 replaced by what its Output widget showed then (the plot, as an image) and a line naming the controls
@@ -32,6 +40,7 @@ folder on the loopback: ``python -m http.server --bind 127.0.0.1 --directory bui
 from __future__ import annotations
 
 import argparse
+import ast
 import base64
 import copy
 import html
@@ -50,6 +59,7 @@ ROOT = HERE.parent
 NODE_MODULES = HERE / "node_modules"
 TEMPLATES = HERE / "templates"
 SLIDE_TYPES = {"slide", "subslide", "fragment", "skip", "notes", "-"}
+HIDE_INPUT = "hide-input"  # cell tag: the deck shows the cell's outputs, not its code
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 SLIDE_LINES = 28          # lines of 20 px text that fit a 1280 x 800 slide, with its margins
@@ -92,10 +102,23 @@ def default_slide_type(cell, first_code: bool = False) -> str:
     if cell.cell_type == "code":
         if first_code and "setup" in cell.metadata.get("tags", []):
             return "skip"                                # the imports
+        if assertions_only(cell):
+            return "skip"
         if any(key.startswith("image/") or key == WIDGET_VIEW
                for out in cell.outputs for key in out.get("data", {})):
             return "subslide"
     return "-"
+
+
+def assertions_only(cell) -> bool:
+    """Whether ``cell`` is a code cell of ``assert`` statements (and comments) with no output."""
+    if cell.cell_type != "code" or cell.outputs:
+        return False
+    try:
+        body = ast.parse(cell.source).body
+    except SyntaxError:
+        return False
+    return bool(body) and all(isinstance(node, ast.Assert) for node in body)
 
 
 def slide_type(cell, first_code: bool = False) -> str:
@@ -125,7 +148,7 @@ def estimated_lines(cell) -> float:
         return _text_lines(cell.source, 110) + 1.5 * (cell.source.count("$$") // 2) + 1
     if cell.cell_type != "code":
         return 0
-    lines = len(cell.source.split("\n")) + 1
+    lines = 0 if HIDE_INPUT in cell.metadata.get("tags", []) else len(cell.source.split("\n")) + 1
     for out in cell.outputs:
         data = out.get("data", {})
         if out.get("output_type") == "stream":
@@ -280,6 +303,8 @@ def exporter() -> SlidesExporter:
     c.SlidesExporter.reveal_height = "800"         # 19 px code font; reveal scales to the screen
     c.SlidesExporter.exclude_input_prompt = True
     c.SlidesExporter.exclude_output_prompt = True
+    c.TagRemovePreprocessor.enabled = True
+    c.TagRemovePreprocessor.remove_input_tags = {HIDE_INPUT}
     return SlidesExporter(config=c)
 
 
