@@ -221,6 +221,31 @@ def test_workspace_copy_never_overwrites_and_reports_skipped(tmp_path, capsys):
         workspace.copy_exercises(tmp_path / "missing", dest)
 
 
+def test_workspace_copies_the_chinese_practice_notebooks_into_workspace_zh(tmp_path, capsys):
+    english, chinese = tmp_path / "notebooks" / "exercises", tmp_path / "notebooks" / "zh" / "exercises"
+    english.mkdir(parents=True)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Exercise 01")])
+    nbformat.write(nb, english / "01_a.ipynb")
+    ws = tmp_path / "workspace"
+    assert workspace.editions(tmp_path) == [(english, ws)]       # nothing translated yet
+    chinese.mkdir(parents=True)
+    nb.cells[0].source = "# 练习 01"
+    nb.cells[0].metadata["editable"] = False                    # as the generated notebooks are
+    nbformat.write(nb, chinese / "01_a.ipynb")
+    assert workspace.editions(tmp_path) == [(english, ws), (chinese, ws / "zh")]
+    assert workspace.main(["--root", str(tmp_path)]) == 0
+    assert "copied   zh/01_a.ipynb" in capsys.readouterr().out
+    mine = nbformat.read(ws / "zh" / "01_a.ipynb", as_version=4)
+    assert mine.cells[0].source == "# 练习 01" and "editable" not in mine.cells[0].metadata
+    assert nbformat.read(ws / "01_a.ipynb", as_version=4).cells[0].source == "# Exercise 01"
+    (ws / "zh" / "01_a.ipynb").write_text("我的答案", "utf-8")
+    assert workspace.main(["--root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "skipped  zh/01_a.ipynb (already in workspace/zh/; yours is kept)" in out
+    assert "skipped  01_a.ipynb (already in workspace/; yours is kept)" in out
+    assert (ws / "zh" / "01_a.ipynb").read_text("utf-8") == "我的答案"
+
+
 # --------------------------------------------------------------------------- catalogue, drill
 @pytest.mark.parametrize("key", list(ex.EXERCISES))
 def test_each_exercise_notebook_states_the_catalogues_task_and_followups(key):

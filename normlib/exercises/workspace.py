@@ -2,7 +2,8 @@
 
 ``make exercises`` runs ``python -m normlib.exercises.workspace``: every notebook in
 notebooks/exercises/ (the learner versions and the drill, not the solutions) is copied into the
-git-ignored ``workspace/``, with its outputs cleared and made editable again (the originals are
+git-ignored ``workspace/``, and every Chinese practice notebook in notebooks/zh/exercises/ into
+``workspace/zh/``, with its outputs cleared and made editable again (the originals are
 read-only in JupyterLab). A file that already exists is skipped and
 named, so updating the collection never destroys your work; delete your copy to get a fresh one.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 
-__all__ = ["copy_exercises", "main"]
+__all__ = ["copy_exercises", "editions", "main"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,19 +58,40 @@ def copy_exercises(source: Path, dest: Path) -> tuple[list[str], list[str]]:
     return copied, skipped
 
 
+def editions(root: Path = ROOT, dest: Path | None = None) -> list[tuple[Path, Path]]:
+    """The (source, destination) folders ``make exercises`` copies: the English practice notebooks
+    into ``dest`` (default ``root/workspace``), and the Chinese ones, once notebooks/zh/exercises/
+    exists, into ``dest/zh``."""
+    dest = Path(root) / "workspace" if dest is None else Path(dest)
+    pairs = [(Path(root) / "notebooks" / "exercises", dest)]
+    chinese = Path(root) / "notebooks" / "zh" / "exercises"
+    if chinese.is_dir():
+        pairs.append((chinese, dest / "zh"))
+    return pairs
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m normlib.exercises.workspace",
-                                     description="Copy the practice notebooks into workspace/.")
-    parser.add_argument("--source", type=Path, default=ROOT / "notebooks" / "exercises")
-    parser.add_argument("--dest", type=Path, default=ROOT / "workspace")
+                                     description="Copy the practice notebooks into workspace/ "
+                                                 "(the Chinese ones into workspace/zh/).")
+    parser.add_argument("--source", type=Path,
+                        help="copy only this folder of notebooks (default: both editions)")
+    parser.add_argument("--dest", type=Path, help="the workspace folder (default: workspace/)")
+    parser.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    copied, skipped = copy_exercises(args.source, args.dest)
-    for name in copied:
-        print(f"copied   {name}")
-    for name in skipped:
-        print(f"skipped  {name} (already in {args.dest.name}/; yours is kept)")
-    print(f"{len(copied)} copied, {len(skipped)} skipped. Open them with `make practice` "
-          f"(JupyterLab on {args.dest.name}/).")
+    dest = args.root / "workspace" if args.dest is None else args.dest
+    pairs = [(args.source, dest)] if args.source is not None else editions(args.root, dest)
+    n_copied = n_skipped = 0
+    for source, target in pairs:
+        copied, skipped = copy_exercises(source, target)
+        prefix = target.relative_to(dest).as_posix() + "/" if target != dest else ""
+        for name in copied:
+            print(f"copied   {prefix}{name}")
+        for name in skipped:
+            print(f"skipped  {prefix}{name} (already in {dest.name}/{prefix}; yours is kept)")
+        n_copied, n_skipped = n_copied + len(copied), n_skipped + len(skipped)
+    print(f"{n_copied} copied, {n_skipped} skipped. Open them with `make practice` "
+          f"(JupyterLab on {dest.name}/).")
     return 0
 
 
