@@ -68,10 +68,11 @@ execute: setup
 		--ExecutePreprocessor.timeout=300 $(NB)
 
 # Hand-implementation practice (README, "Practice"). `exercises` copies the practice notebooks
-# into the git-ignored workspace/ and never overwrites a file already there; `practice` opens
-# JupyterLab on it. The practice notebooks are generated from notebooks/exercises/solutions/:
-# `generate-exercises` rebuilds and executes the ones whose sources changed, `check-exercises`
-# (part of `make test`) fails when one is out of date.
+# into the git-ignored workspace/ (the Chinese ones, notebooks/zh/exercises/, into workspace/zh/)
+# and never overwrites a file already there; `practice` opens JupyterLab on it. The practice
+# notebooks are generated from notebooks/exercises/solutions/: `generate-exercises` rebuilds and
+# executes the ones whose sources changed, `check-exercises` (part of `make test`) fails when one
+# is out of date.
 .PHONY: exercises practice generate-exercises check-exercises
 exercises: setup
 	$(PY) -m normlib.exercises.workspace
