@@ -5,8 +5,10 @@ norms (BatchNorm, LayerNorm, RMSNorm), deepnorm, blocks (Post/Pre/DeepNorm/Sandw
 schedules (warmup), activations (activations, GLU variants, FFNs), rope, rope_scaling (context
 extension), attention (MHA, GQA, MQA), kv_cache (a KV cache for decoding), model
 (TinyTransformerLM), hf (Hugging Face LLaMA weights into it), data (a synthetic language), train
-(a training loop), viz (plot style).
+(a training loop), viz (plot style), diagrams (labelled block diagrams, ``nl.diagrams``).
 """
+
+import importlib
 
 from .activations import (
     ACTIVATIONS,
@@ -61,4 +63,12 @@ __all__ = [
     "linear_scaling_frequencies", "llama3_frequencies", "ntk_scaling_frequencies",
     "yarn_attention_factor", "yarn_frequencies",
     "cosine_with_warmup", "inverse_sqrt", "linear_warmup", "lm_loss", "train_ensemble", "train_lm",
+    "diagrams", "viz",
 ]
+
+
+def __getattr__(name: str):
+    """nl.viz and nl.diagrams import matplotlib on first use, so `import normlib` does not."""
+    if name in ("diagrams", "viz"):
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'normlib' has no attribute {name!r}")
