@@ -1,13 +1,20 @@
-"""One palette and one plot style for the whole collection, and a lecture (projector) mode."""
+"""One palette and one plot style for the whole collection, a lecture (projector) mode, and the
+one way the lessons build a widget: a live figure whose artists a control updates in place."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import warnings
+import weakref
+from collections.abc import Callable
 
 import matplotlib as mpl
+import numpy as np
 from matplotlib import _text_helpers, font_manager
 
-__all__ = ["CJK_FONTS", "COLORS", "cjk_fonts", "color", "lecture_mode", "reading_mode"]
+__all__ = ["CJK_FONTS", "COLORS", "cjk_fonts", "color", "interactive", "lecture_mode", "levels", "live",
+           "png", "reading_mode", "seed_band", "update"]
 
 # One colour per method, the same in every lesson (colour-blind-safe Okabe-Ito hues first).
 COLORS = {
@@ -115,3 +122,162 @@ def lecture_mode(on: bool = True) -> None:
     if not isinstance(on, bool):
         raise TypeError(f"lecture_mode: on must be True or False, got {on!r}")
     _apply(_LECTURE if on else _READING)
+
+
+# ------------------------------------------------------------------------------ shared plots
+# Two pieces of plotting code that several lessons repeat: training curves over seeds, and the
+# reference losses they are read against.
+
+def seed_band(ax, x, runs, color: str, label: str | None = None, *, fmt: str = "-",
+              center: str = "mean", alpha: float = 0.15, **line_kw):
+    """Plot runs over seeds on ``ax``: a line at their ``center`` ("mean" or "median") and a band
+    over their range (min to max). ``runs`` is (seeds, len(x)); ``fmt`` is matplotlib's format
+    string ("-", "--", "o-"...). Returns the line."""
+    runs = np.asarray(runs, dtype=float)
+    x = np.asarray(x, dtype=float)
+    if runs.ndim != 2 or x.ndim != 1 or runs.shape[1] != x.shape[0]:
+        raise ValueError(f"seed_band: runs must be (seeds, len(x)) with x one-dimensional, got runs "
+                         f"of shape {runs.shape} and x of shape {x.shape}")
+    if center not in ("mean", "median"):
+        raise ValueError(f"seed_band: center must be 'mean' or 'median', got {center!r}")
+    mid = runs.mean(0) if center == "mean" else np.median(runs, 0)
+    ax.fill_between(x, runs.min(0), runs.max(0), color=color, alpha=alpha, lw=0)
+    (line,) = ax.plot(x, mid, fmt, color=color, label=label, **line_kw)
+    return line
+
+
+def levels(ax, lines: dict, at: float, **text_kw) -> None:
+    """Horizontal reference lines on ``ax``, each labelled at x = ``at``: ``lines`` maps a label to
+    a level, e.g. ``{"log V": lang.uniform_loss, "entropy floor": lang.entropy}``. ``text_kw`` go
+    to the labels (default: left-aligned after ``at``, centred on the line, size 8)."""
+    if not isinstance(lines, dict) or not lines:
+        raise ValueError(f"levels: lines must be a non-empty dict label -> level, got {lines!r}")
+    text_kw = {"va": "center", "fontsize": 8, **text_kw}
+    for label, y in lines.items():
+        ax.axhline(float(y), color=COLORS["copy"], ls=":", lw=1)
+        ax.text(at, float(y), f" {label} ", **text_kw)
+
+
+# ------------------------------------------------------------------------------ widgets
+# A control's move must answer like an instrument (JupyterLab's browser test measures the time from
+# a key press to the new plot). Building a new figure per move and letting the inline backend ship
+# it costs a figure build and two draws (bbox_inches="tight" lays the figure out once more to crop
+# it). A live figure is built once; a move calls its update, which changes the artists in place
+# (set_data, set_text...), then the figure is drawn once and cropped to the box measured at its
+# first drawing.
+
+_UPDATES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # figure -> its update
+_CROPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # figure -> (size, dpi, bbox)
+
+
+def live(fig, update: Callable[..., object]):
+    """Make ``fig`` a live figure and return it: ``update(**controls)`` redraws its changing parts
+    in place. ``update``'s defaults are the controls' values the figure shows first; ``live`` calls
+    it once with them. A widget callback builds the fixed parts of its figure (axes, labels, empty
+    artists), defines ``update`` and returns ``live(fig, update)``."""
+    from matplotlib.figure import Figure
+    if not isinstance(fig, Figure):
+        raise TypeError(f"live: fig must be a matplotlib Figure, got {type(fig).__name__}")
+    if not callable(update):
+        raise TypeError(f"live: update must be a function of the controls' values, got {update!r}")
+    _UPDATES[fig] = update
+    update()
+    return fig
+
+
+def update(fig, **values) -> None:
+    """Call the update of the live figure ``fig`` (see ``live``) with the controls' ``values``."""
+    if fig not in _UPDATES:
+        raise ValueError("update: fig is not a live figure; build it with normlib.viz.live(fig, update)")
+    _UPDATES[fig](**values)
+
+
+def png(fig) -> bytes:
+    """``fig`` drawn once to PNG bytes, cropped as the inline backend crops (bbox_inches="tight"),
+    but to the box measured at its first drawing (widened to the figure's width, so a longer title
+    still fits): measuring the box again on every move costs half a drawing more."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.transforms import Bbox
+    from PIL import Image
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    fig.canvas.draw()
+    size, dpi = tuple(fig.get_size_inches()), fig.dpi
+    crop = _CROPS.get(fig)
+    if crop is None or crop[:2] != (size, dpi):
+        tight = fig.get_tightbbox(fig.canvas.get_renderer()).padded(mpl.rcParams["savefig.pad_inches"])
+        crop = (size, dpi, Bbox.union([tight, Bbox.from_extents(0, tight.y0, size[0], tight.y1)]))
+        _CROPS[fig] = crop
+    box = crop[2]
+    out = io.BytesIO()
+    if box.x0 < 0 or box.y0 < 0 or box.x1 > size[0] or box.y1 > size[1]:
+        fig.savefig(out, format="png", bbox_inches=box)          # content beyond the figure: rare
+        return out.getvalue()
+    rgba = np.asarray(fig.canvas.buffer_rgba())
+    height = rgba.shape[0]
+    left, right = round(box.x0 * dpi), round(box.x1 * dpi)
+    top, bottom = height - round(box.y1 * dpi), height - round(box.y0 * dpi)
+    # compress_level 1: a third faster than Pillow's default for a few per cent more bytes
+    Image.fromarray(rgba[top:bottom, left:right]).save(out, format="png", compress_level=1)
+    return out.getvalue()
+
+
+def interactive(callback: Callable, **controls):
+    """The widget for ``callback``: one control per keyword (an ipywidgets control, an abbreviation
+    such as a list of options, or ``ipywidgets.fixed(value)``), above the plot. ``callback`` is
+    called once with every value and must return a live figure (see ``live``); each move calls the
+    figure's update with the values of the shown controls (fixed ones never change) and shows the
+    figure drawn once. Text the update prints shows under the plot.
+    Labels are never cut off. ``display()`` the result."""
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+    from IPython.display import Image, display
+
+    fixed, shown = {}, {}
+    for name, control in controls.items():
+        if isinstance(control, widgets.fixed):
+            fixed[name] = control.value
+            continue
+        if not isinstance(control, widgets.ValueWidget):
+            made = widgets.interactive.widget_from_abbrev(control, None)
+            if made is None:
+                raise ValueError(f"interactive: cannot make a control for {name}={control!r}")
+            control = made
+        if not control.description:
+            control.description = name
+        if not control.style.description_width:
+            control.style.description_width = "initial"
+        shown[name] = control
+
+    def values():
+        return {**fixed, **{name: control.value for name, control in shown.items()}}
+
+    first = io.StringIO()
+    with contextlib.redirect_stdout(first):
+        fig = callback(**values())
+    if fig not in _UPDATES:
+        raise TypeError(f"interactive: {getattr(callback, '__name__', callback)} must return a live "
+                        "figure: return normlib.viz.live(fig, update)")
+    plt.close(fig)                     # the widget shows it; the inline backend must not show it again
+    out = widgets.Output()
+
+    def show(printed):
+        image = png(fig)
+        out.clear_output(wait=True)
+        display(Image(image))
+        print(printed.getvalue(), end="")
+
+    def move(change):
+        with out:
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                update(fig, **{name: control.value for name, control in shown.items()})
+            show(printed)
+
+    for control in shown.values():
+        control.observe(move, "value")
+    with out:
+        show(first)
+    box = widgets.VBox([*shown.values(), out])
+    box.add_class("widget-interact")
+    return box

@@ -3,8 +3,10 @@
 A benchmark, never a test: it measures and prints, and fails only if a notebook raises. Each
 absolute figure comes with a ratio to a reference measured in the same run, so that two machines
 (or one machine under different load) can be compared:
-- a widget callback's median time (call + draw, Agg) against drawing a plain one-line figure of
-  the lesson's size the same way;
+- a widget callback's median time (build + draw, Agg) against drawing a plain one-line figure of
+  the lesson's size the same way, and the median time of a control's move on a live figure
+  (normlib.viz.interactive: update in place, draw once to PNG), the kernel's share of what the
+  browser test (tests/e2e/test_jupyterlab.py) measures from key press to new plot;
 - a notebook's cell time (the sum of its cells' execution times, as nbval runs them: one kernel,
   one notebook at a time) against one training step of a fixed small model (a 12-layer
   TinyTransformerLM, forward and backward, one thread), the kind of work the lessons do.
@@ -35,6 +37,7 @@ from nbclient import NotebookClient  # noqa: E402
 from test_widgets import NOTEBOOKS, ROOT, call_and_draw, callbacks, widget_notebooks  # noqa: E402
 
 import normlib as nl  # noqa: E402
+from normlib import viz  # noqa: E402
 from normlib.viz import reading_mode  # noqa: E402
 
 
@@ -83,7 +86,9 @@ def reference_step() -> float:
     return median_seconds(step, 20)
 
 
-def widget_rows(ref_fig: float) -> list[tuple[str, float, float]]:
+def widget_rows(ref_fig: float) -> list[tuple[str, float, float, float | None]]:
+    """Per callback: (name, build ms, build / one-line figure, move ms). A move is what a control
+    does to a live figure (normlib.viz.interactive): its update, then one drawing to PNG."""
     rows = []
     reading_mode()
     for path in widget_notebooks():
@@ -93,7 +98,16 @@ def widget_rows(ref_fig: float) -> list[tuple[str, float, float]]:
                     call_and_draw(fn)
                 plt.close("all")
             t = median_seconds(call, 5)
-            rows.append((f"{path.relative_to(ROOT / 'notebooks')}:{name}", t, t / ref_fig))
+            move = None
+            with contextlib.redirect_stdout(io.StringIO()):
+                fig = fn()
+                if fig in viz._UPDATES:
+                    def redraw(fig=fig):
+                        viz.update(fig)
+                        viz.png(fig)
+                    move = median_seconds(redraw, 9)
+            plt.close("all")
+            rows.append((f"{path.relative_to(ROOT / 'notebooks')}:{name}", t, t / ref_fig, move))
     return rows
 
 
@@ -141,9 +155,10 @@ def main(argv: list[str]) -> None:
           f"12-layer TinyTransformerLM in {ref_step * 1e3:.1f} ms\n")
     rows = widget_rows(ref_fig)
     width = max(len(r[0]) for r in rows)
-    print(f"{'widget callback (call + draw)':{width}s}  median ms  x one-line figure")
-    for name, t, ratio in rows:
-        print(f"{name:{width}s}  {t * 1e3:9.1f}  {ratio:17.1f}")
+    print(f"{'widget callback (build + draw)':{width}s}  median ms  x one-line figure  move ms")
+    for name, t, ratio, move in rows:
+        moved = f"{move * 1e3:7.1f}" if move is not None else "      -"
+        print(f"{name:{width}s}  {t * 1e3:9.1f}  {ratio:17.1f}  {moved}")
     print(f"\n{'notebook':44s}  cell time s  wall s  cell time in reference steps")
     total = 0.0
     for path in paths:

@@ -1,11 +1,14 @@
-"""Every widget callback in the notebooks runs on its own and draws one figure.
+"""Every widget callback in the notebooks runs on its own and draws one live figure.
 
 Convention (see README, "Writing a lesson"): a notebook's cells tagged ``setup`` (imports, cheap
 constants) and ``callback`` (the functions that widgets call, and the cheap data they need) run
 without the rest of the notebook. Each function that a ``callback`` cell defines is called here
-with its default arguments (the widget's initial values) and must return a matplotlib Figure or
-nothing, leaving exactly one figure drawn. How fast they answer is a benchmark, not a test:
-``make bench`` times them (tests/bench.py).
+with its default arguments (the widget's initial values) and must leave exactly one figure open.
+In the lessons it must return a live figure (``normlib.viz.live(fig, update)``): its ``update``
+(what a control's move runs) is then called with the same values and the figure drawn to PNG as the
+widget shows it (``normlib.viz.png``), and every widget is built by ``normlib.viz.interactive``,
+the one way the lessons make one. How fast they answer is a benchmark, not a test: ``make bench`` times them
+(tests/bench.py).
 """
 
 import inspect
@@ -18,6 +21,8 @@ import pytest
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+from normlib import viz  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb")
@@ -47,8 +52,8 @@ def widget_notebooks():
     """The notebooks that use widgets (or define callbacks)."""
     for path in NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
-        if "widgets.interact" in "".join(c.source for c in nb.cells if c.cell_type == "code") \
-                or _tagged(nb, "callback"):
+        code = "".join(c.source for c in nb.cells if c.cell_type == "code")
+        if "widgets.interact" in code or "viz.interactive" in code or _tagged(nb, "callback"):
             yield path
 
 
@@ -62,16 +67,32 @@ def call_and_draw(fn):
     return out
 
 
+def is_lesson(path) -> bool:
+    return path.parent == ROOT / "notebooks"
+
+
 @pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(ROOT / "notebooks")))
                                   for p in widget_notebooks()])
 def test_widget_callbacks_run_alone_and_draw_one_figure(path):
+    """Lessons: one live figure per callback, built by nl.viz.interactive. Practice notebooks (not
+    yet converted): one figure, or nothing, per callback."""
+    nb = nbformat.read(path, as_version=4)
+    other = [line.strip() for c in nb.cells if c.cell_type == "code"
+             for line in c.source.splitlines() if "widgets.interact" in line]
+    assert not (is_lesson(path) and other), (
+        f"{path.name}: build widgets with nl.viz.interactive (one figure updated in place), not "
+        f"ipywidgets' interact/interactive: {other}")
     found = callbacks(path)
     assert found, f"{path.name} uses widgets but has no cell tagged 'callback'"
     for name, fn in found:
         plt.close("all")
-        out = call_and_draw(fn)
-        assert out is None or isinstance(out, matplotlib.figure.Figure), \
-            f"{name} returned {type(out).__name__}"
+        fig = call_and_draw(fn)
+        assert isinstance(fig, matplotlib.figure.Figure) or (fig is None and not is_lesson(path)), \
+            f"{name} returned {type(fig).__name__}"
         assert len(plt.get_fignums()) == 1, \
             f"{path.name}:{name} left {len(plt.get_fignums())} figures open (expected one plot)"
+        if is_lesson(path):
+            viz.update(fig)           # a control's move, at the initial values: raises unless live
+            assert viz.png(fig).startswith(b"\x89PNG"), f"{path.name}:{name}: no PNG"
+            assert len(plt.get_fignums()) == 1, f"{path.name}:{name}: its update opened another figure"
         plt.close("all")
