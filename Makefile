@@ -67,6 +67,12 @@ execute: setup
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.timeout=300 $(NB)
 
+# Lesson 04's warmup explorer browses 96 cached training runs, notebooks/data/warmup_grid.json
+# (normlib/warmup_grid.py); this recomputes them, about two minutes of CPU on one thread.
+.PHONY: warmup-grid
+warmup-grid: setup
+	$(PY) -m normlib.warmup_grid
+
 # Hand-implementation practice (README, "Practice"). `exercises` copies the practice notebooks
 # into the git-ignored workspace/ (the Chinese ones, notebooks/zh/exercises/, into workspace/zh/)
 # and never overwrites a file already there; `practice` opens JupyterLab on it. The practice
