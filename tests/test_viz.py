@@ -56,3 +56,31 @@ def test_every_colour_is_a_colour_and_lookup_is_forgiving():
     assert viz.color("leaky relu") == viz.COLORS["leaky_relu"]
     with pytest.raises(ValueError, match="color: unknown method 'postnorm'"):
         viz.color("postnorm")
+
+
+def test_seed_band_draws_the_centre_line_and_the_range():
+    fig, ax = plt.subplots()
+    runs = [[1.0, 2.0, 3.0], [3.0, 2.0, 7.0], [2.0, 5.0, 5.0]]           # (seeds, steps)
+    line = viz.seed_band(ax, [0, 1, 2], runs, viz.color("pre"), "pre", fmt="o-")
+    assert list(line.get_ydata()) == [2.0, 3.0, 5.0] and line.get_label() == "pre"
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert band.min() == 1.0 and band.max() == 7.0
+    median = viz.seed_band(ax, [0, 1, 2], runs, viz.color("post"), center="median")
+    assert list(median.get_ydata()) == [2.0, 2.0, 5.0]
+
+
+def test_seed_band_and_levels_reject_bad_input():
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match=r"runs must be \(seeds, len\(x\)\).*\(2, 3\).*\(4,\)"):
+        viz.seed_band(ax, [0, 1, 2, 3], [[1, 2, 3], [4, 5, 6]], "red")
+    with pytest.raises(ValueError, match="center must be 'mean' or 'median', got 'max'"):
+        viz.seed_band(ax, [0, 1, 2], [[1, 2, 3]], "red", center="max")
+    with pytest.raises(ValueError, match="lines must be a non-empty dict"):
+        viz.levels(ax, {}, at=1)
+
+
+def test_levels_draws_one_labelled_line_per_level():
+    fig, ax = plt.subplots()
+    viz.levels(ax, {"log V": 4.16, "entropy floor": 1.1}, at=80)
+    assert [line.get_ydata()[0] for line in ax.lines] == [4.16, 1.1]
+    assert [t.get_text().strip() for t in ax.texts] == ["log V", "entropy floor"]
