@@ -208,9 +208,9 @@ def decoder_block_map():
 
 # kind: (name, formula, models, boxes on the stream before the add, the branch, boxes after the
 # add). A branch entry that is a tuple is drawn as parallel boxes. Checked against Xiong et al.
-# 2020 (Fig. 1), CogView (Ding et al. 2021, §2.3, Sandwich-LN), PaLM (§2, "parallel layers", after
+# 2020 (Fig. 1), CogView (Ding et al. 2021, Sandwich-LN), PaLM (§2, "parallel layers", after
 # GPT-J), DeepNet (Wang et al. 2022, §2), Gemma 2 (§2: RMSNorm on the input and the output of each
-# sublayer) and OLMo 2 (reordered norm: x + RMSNorm(F(x)), as HF's Olmo2DecoderLayer).
+# sublayer) and OLMo 2 (§2.1, reordered norm: x + RMSNorm(F(x)), as HF's Olmo2DecoderLayer).
 _PLACEMENTS = {
     "post": ("Post-LN", "x ← LN(x + F(x))", "Vaswani et al. 2017, BERT", [], ["F"], ["LN"]),
     "pre": ("Pre-LN", "x ← x + F(LN(x))", "GPT-2, LLaMA (+ a final LN)", [], ["LN", "F"], []),

@@ -48,6 +48,12 @@ def cells_allowed_to_fail(path: pathlib.Path) -> set[int]:
     return {i for i, c in enumerate(nb.cells) if "raises-exception" in c.metadata.get("tags", [])}
 
 
+def diagram_cells(path: pathlib.Path) -> list[int]:
+    """Indices of the cells tagged ``diagram`` (a call into normlib.diagrams that draws a figure)."""
+    nb = nbformat.read(path, as_version=4)
+    return [i for i, c in enumerate(nb.cells) if "diagram" in c.metadata.get("tags", [])]
+
+
 def declared_widgets(path: pathlib.Path) -> int:
     """How many widget views the notebook displays: widget outputs in its committed cells."""
     nb = nbformat.read(path, as_version=4)
@@ -177,6 +183,21 @@ PROBLEMS_JS = """() => {
       found.push([cells.indexOf(el.closest('.jp-Cell')), 'in an Output widget: ' + el.innerText.slice(0, 1500)]);
   }
   return found;
+}"""
+
+# The given cells (indices) that do not show a drawn image: no image/png output in JupyterLab's
+# notebook model, or no loaded <img> in the cell's output area on screen.
+MISSING_IMAGES_JS = """(indices) => {
+  const model = window.jupyterapp.shell.currentWidget.content.model;
+  const cells = [...document.querySelectorAll('.jp-Notebook .jp-Cell')];
+  return indices.filter(i => {
+    const cell = model.cells.get(i);
+    let png = false;
+    for (let j = 0; j < cell.outputs.length; j++)
+      if ((cell.outputs.get(j).toJSON().data || {})['image/png']) png = true;
+    const img = cells[i] && cells[i].querySelector('.jp-OutputArea-output img');
+    return !(png && img && img.complete && img.naturalWidth > 0);
+  });
 }"""
 
 # Bring what matters into view for the screenshot: an error, else the control, else a widget.

@@ -3,12 +3,13 @@
 For each notebook (notebooks/**/*.ipynb, found by glob): open it, wait for a live kernel, Run > Run
 All Cells from the menu, wait until idle, then assert that no cell (nor any Output widget) shows an
 error (cells tagged ``raises-exception`` may), that every widget the saved notebook displays has
-rendered, that no Output widget shows the same plot twice, and that moving one control (a slider
-first: focus its handle, press an arrow key; else a dropdown, toggle buttons, a checkbox) changes
-the output it drives (three moves, each within 10 s). Every lesson (notebooks/*.ipynb) needs such
-a control. A screenshot per notebook goes to build/screenshots/; the seconds from "run all" to idle
-and the median latency from key press to redrawn output are printed at the end of the run: they are
-measurements, not assertions (speed is a benchmark, never a test).
+rendered, that every cell tagged ``diagram`` shows its figure as an image, that no Output widget
+shows the same plot twice, and that moving one control (a slider first: focus its handle, press an
+arrow key; else a dropdown, toggle buttons, a checkbox) changes the output it drives (three moves,
+each within 10 s). Every lesson (notebooks/*.ipynb) needs such a control. A screenshot per notebook
+goes to build/screenshots/; the seconds from "run all" to idle and the median latency from key press
+to redrawn output are printed at the end of the run: they are measurements, not assertions (speed is
+a benchmark, never a test).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from e2e_support import (
     FIND_CONTROL_JS,
     IDLE_JS,
     KERNEL_READY_JS,
+    MISSING_IMAGES_JS,
     NOTEBOOKS,
     OPEN_JS,
     PROBLEMS_JS,
@@ -35,6 +37,7 @@ from e2e_support import (
     WIDGETS_JS,
     cells_allowed_to_fail,
     declared_widgets,
+    diagram_cells,
     is_lesson,
     notebook_paths,
     wait_until,
@@ -120,6 +123,17 @@ def _check_widgets(page, rel, expected):
         f"{rel}: the saved notebook displays {expected} widgets, JupyterLab shows {len(views)}"
 
 
+def _check_diagrams(page, rel, cells):
+    """Each cell tagged ``diagram`` shows an image (images decode asynchronously: wait up to 10 s)."""
+    deadline = time.monotonic() + 10
+    while True:
+        missing = page.evaluate(MISSING_IMAGES_JS, cells)
+        if not missing or time.monotonic() > deadline:
+            break
+        page.wait_for_timeout(200)
+    assert not missing, f"{rel}: cells tagged 'diagram' that show no image after Run All: {missing}"
+
+
 def _check_no_duplicate_plots(twice, rel):
     assert not twice, (
         f"{rel}: an Output widget shows the same plot twice, in the cell starting {twice[0]!r}: "
@@ -191,6 +205,7 @@ def test_notebook_runs_in_jupyterlab(path, lab, lab_page):
         problems = _errors(page, path)
         assert not problems, f"{rel}: cells show errors:\n" + "\n\n".join(problems)
         _check_widgets(page, rel, expected)
+        _check_diagrams(page, rel, diagram_cells(path))
         twice = page.evaluate(DUPLICATE_IMAGES_JS)
         latency = _move_control(page, rel)
         result["latency_ms"] = latency
