@@ -95,7 +95,7 @@ def _canvas(width: float, height: float):
     return fig, ax
 
 
-def _box(ax, x, y, w, h, text, shade="io", *, size=1.0, edge=None, bold=False) -> Box:
+def _box(ax, x, y, w, h, text, shade="io", *, edge=None) -> Box:
     """A rounded box centred at (x, y) with a centred label; ``edge`` overrides the edge colour
     (a box on the identity path), ``shade`` a key of SHADE or a method of normlib.viz.COLORS."""
     c = SHADE[shade] if shade in SHADE else color(shade)
@@ -103,26 +103,25 @@ def _box(ax, x, y, w, h, text, shade="io", *, size=1.0, edge=None, bold=False) -
                                 boxstyle="round,pad=0,rounding_size=0.18",
                                 facecolor=_tint(c), edgecolor=edge or c,
                                 linewidth=_lw(2.2 if edge else 1.2), zorder=3))
-    ax.text(x, y, text, ha="center", va="center", fontsize=_size(size), color=INK,
-            fontweight="bold" if bold else "normal", zorder=4, linespacing=1.25)
+    ax.text(x, y, text, ha="center", va="center", fontsize=_size(), color=INK, zorder=4,
+            linespacing=1.25)
     return Box(x, y, w, h)
 
 
-def _arrow(ax, start, end, *, c=INK, lw=1.0, head=True, style="arc3", z=2):
-    """An arrow (or a plain line, head=False) from start to end; ``style`` is a matplotlib
-    connection style such as "angle,angleA=0,angleB=90" for an elbow."""
+def _arrow(ax, start, end, *, head=True):
+    """A straight arrow (or a plain line, head=False) from start to end."""
     ax.add_artist(FancyArrowPatch(start, end, arrowstyle="-|>" if head else "-",
-                                 mutation_scale=_size(0.85), color=c, linewidth=_lw(lw),
-                                 connectionstyle=style, shrinkA=0, shrinkB=0, zorder=z,
-                                 joinstyle="miter", capstyle="butt"))
+                                  mutation_scale=_size(0.85), color=INK, linewidth=_lw(),
+                                  shrinkA=0, shrinkB=0, zorder=2, joinstyle="miter",
+                                  capstyle="butt"))
 
 
-def _line(ax, points, *, c=INK, lw=1.0, head=True, z=2):
+def _line(ax, points, *, head=True):
     """A polyline through points, with an arrow head on its last segment."""
     for a, b in zip(points[:-2], points[1:-1], strict=True):
-        ax.plot(*zip(a, b, strict=True), color=c, linewidth=_lw(lw), zorder=z,
+        ax.plot(*zip(a, b, strict=True), color=INK, linewidth=_lw(), zorder=2,
                 solid_capstyle="projecting")
-    _arrow(ax, points[-2], points[-1], c=c, lw=lw, head=head, z=z)
+    _arrow(ax, points[-2], points[-1], head=head)
 
 
 def _highlight(ax, points):
@@ -143,12 +142,12 @@ def _op(ax, x, y, symbol, *, r=0.32):
 
 def _note(ax, x, y, text, *, size=0.85, c=MUTED, ha="center", va="center", **kw):
     """A small label: a shape, a formula, a model name."""
-    return ax.text(x, y, text, ha=ha, va=va, fontsize=_size(size), color=c, zorder=4, **kw)
+    ax.text(x, y, text, ha=ha, va=va, fontsize=_size(size), color=c, zorder=4, **kw)
 
 
-def _tag(ax, x, y, text, *, ha="left"):
-    """A lesson tag: the lesson number(s) and topic in a dark rounded label."""
-    ax.text(x, y, text, ha=ha, va="center", fontsize=_size(0.85), color="white", zorder=5,
+def _tag(ax, x, y, text):
+    """A lesson tag: the lesson number(s) and topic in a dark rounded label, starting at x."""
+    ax.text(x, y, text, ha="left", va="center", fontsize=_size(0.85), color="white", zorder=5,
             bbox={"boxstyle": "round,pad=0.3", "facecolor": "#333333", "edgecolor": "none"})
 
 
@@ -470,7 +469,7 @@ def attention_shapes():
     _arrow(ax, (cols["q"], mix.bottom[1]), (cols["q"], cat.top[1]))
     out = _box(ax, 17.0, 1.5, 4.4, 1.0, "o_proj: C → C", "io")
     _arrow(ax, cat.right, out.left)
-    _note(ax, (cat.right[0] + out.left[0]) / 2, 2.3, "(B, T, C)")
+    _note(ax, (cat.right[0] + out.left[0]) / 2, 2.05, "(B, T, C)")
     _arrow(ax, out.right, (21.3, 1.5))
     _note(ax, 21.5, 1.5, "(B, T, C)", ha="left", size=1.0, c=INK)
     _note(ax, 21.8, 9.0, "B batch, T tokens\nC = H · D model width\nH query heads, D head dim\n"
