@@ -40,7 +40,7 @@ def _check_factor(fn: str, factor) -> None:
 
 def linear_scaling_frequencies(head_dim: int, base: float = 10000.0, factor: float = 1.0, *,
                                dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """Position interpolation (Chen et al. 2023, arXiv 2306.15595, Section 2.2; HF "linear").
+    """Position interpolation (Chen et al. 2023, arXiv 2306.15595, Section 2.3, Eq. 4; HF "linear").
 
     Positions are squeezed into the trained range, m -> m / s, which is the same as dividing every
     frequency: theta'_i = theta_i / s. Every angle stays within those seen in training, and

@@ -29,6 +29,7 @@ COLORS = {
     "interleaved": "#0072B2", "half": "#D55E00",
     "torch": "#000000", "normlib": "#0072B2", "scratch": "#E69F00", "copy": "#999999",
     "scaled": "#0072B2", "unscaled": "#D55E00", "mha": "#D55E00", "gqa": "#0072B2", "mqa": "#009E73",
+    "rope": "#999999", "pi": "#E69F00", "ntk": "#56B4E9", "yarn": "#009E73", "llama3": "#D55E00",
 }
 
 

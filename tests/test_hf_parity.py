@@ -101,6 +101,23 @@ def test_apply_rope_half_equals_apply_rotary_pos_emb(rope_parameters, dtype):
             close(mine, expected)
 
 
+
+def test_yarn_rotation_times_attention_factor_equals_hf():
+    # A convention difference: HF folds YaRN's temperature into cos and sin (both times
+    # sqrt(1/t) = attention_factor, so q.k gets 1/t); normlib returns the frequencies and the
+    # factor separately, and apply_rope(x, theta=yarn) * factor is HF's rotation.
+    parameters = dict(rope_type="yarn", rope_theta=10000.0, factor=4.0,
+                      original_max_position_embeddings=16)
+    rotary = LlamaRotaryEmbedding(_config(hidden_size=256, max_position_embeddings=64,
+                                          rope_parameters=parameters))
+    factor = nl.yarn_attention_factor(4.0)
+    assert rotary.attention_scaling == pytest.approx(factor, rel=1e-12) and factor > 1.1
+    q, k = torch.randn(2, 4, 64, 64), torch.randn(2, 2, 64, 64)            # (B, H, T, D)
+    cos, sin = rotary(q, torch.arange(64)[None])
+    for x, expected in zip((q, k), apply_rotary_pos_emb(q, k, cos, sin), strict=True):
+        close(nl.apply_rope(x, layout="half", theta=rotary.inv_freq) * factor, expected)
+        assert not torch.allclose(nl.apply_rope(x, layout="half", theta=rotary.inv_freq), expected)
+
 def _hf_frequencies(rope_type, head_dim=128, seq_len=None, max_position_embeddings=4096,
                     **rope_parameters):
     config = _config(hidden_size=4 * head_dim, max_position_embeddings=max_position_embeddings,

@@ -107,7 +107,7 @@ def test_explicit_theta_equals_the_base():
 
 
 def test_position_interpolation_is_dividing_the_positions():
-    # theta_i / s at position m is theta_i at position m / s (Chen et al. 2023, Section 2.2).
+    # theta_i / s at position m is theta_i at position m / s (Chen et al. 2023, Section 2.3, Eq. 4).
     x, m = torch.randn(3, 12, 32, dtype=f64), torch.arange(12) * 700
     theta = nl.linear_scaling_frequencies(32, 10000.0, 4.0, dtype=f64)
     close(nl.apply_rope(x, m, theta=theta), nl.apply_rope(x, m / 4.0))
@@ -145,7 +145,9 @@ def test_scaling_with_factor_one_changes_nothing():
     for scaled in (nl.linear_scaling_frequencies(32, factor=1.0, dtype=f64),
                    nl.ntk_scaling_frequencies(32, factor=1.0, dtype=f64),
                    nl.yarn_frequencies(32, factor=1.0, original_max_position_embeddings=64,
-                                       dtype=f64)):
+                                       dtype=f64),
+                   nl.llama3_frequencies(32, 10000.0, factor=1.0, original_max_position_embeddings=64,
+                                         dtype=f64)):
         close(scaled, theta)
     assert nl.yarn_attention_factor(1.0) == 1.0
     close(torch.tensor(nl.yarn_attention_factor(16.0)), torch.tensor(1 + 0.1 * 2.772588722239781))
