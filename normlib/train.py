@@ -105,11 +105,20 @@ def train_ensemble(
     params, buffers = stack_module_state(models)                # name -> (M, ...) tensors
     names = list(params)
     shapes = [params[k].shape[1:] for k in names]
-    # All parameters of a member live in one row of flat (M, P): Adam is then a few operations on
-    # one tensor instead of a few per parameter tensor. Each step splits it into views (one op,
-    # whose backward is one concatenation into flat.grad).
-    flat = torch.cat([params[k].detach().flatten(1) for k in names], dim=1).requires_grad_()
     sizes = [params[k][0].numel() for k in names]
+    # All parameters of a member live in one row of flat (M, P), and all gradients in one row of
+    # flat_grad: Adam is then a few operations on one tensor instead of a few per parameter. Each
+    # parameter is a leaf that is a view into flat, and its .grad a view into flat_grad, so that
+    # backward accumulates into flat_grad in place (nothing to split or concatenate per step).
+    flat = torch.cat([params[k].detach().flatten(1) for k in names], dim=1)
+    flat_grad = torch.zeros_like(flat)
+    member_shape = (lambda shape: (M, *shape)) if M > 1 else tuple      # M = 1: no member axis
+    leaves = {}
+    for k, p, g, shape in zip(names, flat.split(sizes, dim=1), flat_grad.split(sizes, dim=1),
+                              shapes, strict=True):
+        leaves[k] = p.view(member_shape(shape)).requires_grad_()
+        leaves[k].grad = g.view(member_shape(shape))
+    member_buffers = buffers if M > 1 else {k: v[0] for k, v in buffers.items()}
     base = copy.deepcopy(models[0]).to("meta")                  # the code; the weights are stacked
 
     def member_loss(p, b, tokens):                              # one member: tokens (B, T + 1)
@@ -120,8 +129,7 @@ def train_ensemble(
         batched_loss = torch.vmap(member_loss)                  # (M, ...) -> (M,)
     else:                                                       # vmap's overhead buys nothing
         def batched_loss(p, b, tokens):
-            return member_loss({k: v[0] for k, v in p.items()}, {k: v[0] for k, v in b.items()},
-                               tokens[0]).unsqueeze(0)
+            return member_loss(p, b, tokens[0]).unsqueeze(0)
     # Every batch of a run is drawn at the start, (steps, B, T + 1) per member from its own seed:
     # one sampling loop per member instead of one per member and step.
     data = torch.stack([language.sample(steps * batch_size, seq_len + 1,
@@ -134,13 +142,11 @@ def train_ensemble(
 
     for step in range(steps):
         tokens = data[step]                                     # (M, B, T + 1)
-        views = {k: v.view(M, *shape)
-                 for k, v, shape in zip(names, flat.split(sizes, dim=1), shapes, strict=True)}
-        loss = batched_loss(views, buffers, tokens)             # (M,)
+        loss = batched_loss(leaves, member_buffers, tokens)            # (M,)
         alive &= torch.isfinite(loss.detach()).view(M, 1)
         if not alive.any():
             break
-        flat.grad = None
+        flat_grad.zero_()
         loss.where(alive.view(M), 0.0).sum().backward()        # members' gradients do not mix
         losses[:, step] = loss.detach().where(alive.view(M), float("nan")).cpu()
         lr_t = torch.tensor([[lr * (1.0 if s is None else s(step))] for s in schedules],
@@ -148,7 +154,7 @@ def train_ensemble(
         bias_correction1 = 1 - beta1 ** (step + 1)
         bias_correction2_sqrt = math.sqrt(1 - beta2 ** (step + 1))
         with torch.no_grad():                                   # torch.optim.Adam's update
-            g = flat.grad if alive.all() else flat.grad.where(alive, 0.0)      # (M, P)
+            g = flat_grad if alive.all() else flat_grad.where(alive, 0.0)      # (M, P)
             exp_avg.lerp_(g, 1 - beta1)
             exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
             denom = exp_avg_sq.sqrt().div_(bias_correction2_sqrt).add_(eps)
