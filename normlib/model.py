@@ -33,7 +33,7 @@ __all__ = ["TinyTransformerLM"]
 class TinyTransformerLM(nn.Module):
     """Decoder-only LM: ``TinyTransformerLM(vocab_size, d_model, n_layers, n_heads, max_seq_len,
     **block_options)``; block_options go to every ``TransformerBlock`` (n_kv_heads, norm,
-    placement, ffn, d_ff, rope, causal, alpha).
+    placement, ffn, d_ff, rope, causal, fused_norm, alpha).
 
     ``forward(idx, caches=None)`` maps token ids (B, T) to logits (B, T, V). For step-by-step
     decoding pass ``caches``, one ``KVCache`` per block (``[KVCache() for _ in lm.blocks]``): the
@@ -59,7 +59,8 @@ class TinyTransformerLM(nn.Module):
         self.blocks = nn.ModuleList(
             TransformerBlock(d_model, n_heads, **block_options) for _ in range(n_layers))
         needs_final_norm = placement in ("pre", "sandwich")
-        self.norm_f = make_norm(block_options.get("norm", "layernorm"), d_model) \
+        self.norm_f = make_norm(block_options.get("norm", "layernorm"), d_model,
+                                block_options.get("fused_norm", False)) \
             if needs_final_norm else nn.Identity()
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         self.reset_parameters()

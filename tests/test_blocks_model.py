@@ -120,3 +120,32 @@ def test_markov_language_and_training():
     losses = nl.train_lm(lm, lang, steps=60, lr=3e-3, batch_size=16, seq_len=16)
     assert len(losses) == 60
     assert sum(losses[-10:]) / 10 < lang.uniform_loss - 1.0      # it learned the transitions
+
+
+@pytest.mark.parametrize("placement", nl.PLACEMENTS)
+@pytest.mark.parametrize("norm", nl.NORMS)
+def test_fused_norms_are_the_same_model(placement, norm):
+    """fused_norm=True swaps normlib's norms for nn.LayerNorm / nn.RMSNorm: same parameters (names,
+    initial values), same logits and gradients; the weights load either way."""
+    cfg = dict(vocab_size=11, d_model=16, n_layers=3, n_heads=4, max_seq_len=8, norm=norm,
+               placement=placement)
+    torch.manual_seed(0)
+    ref = nl.TinyTransformerLM(**cfg).double()
+    torch.manual_seed(0)
+    fused = nl.TinyTransformerLM(**cfg, fused_norm=True).double()
+    expected = nl.LayerNorm if norm == "layernorm" else nl.RMSNorm
+    assert isinstance(ref.blocks[0].norm1, expected)
+    assert type(fused.blocks[0].norm1) is (torch.nn.LayerNorm if norm == "layernorm" else torch.nn.RMSNorm)
+    assert ref.state_dict().keys() == fused.state_dict().keys()
+    assert all(torch.equal(a, b) for a, b in zip(ref.state_dict().values(), fused.state_dict().values(), strict=True))
+    idx = torch.randint(0, 11, (2, 8))
+    for model in (ref, fused):
+        model(idx).square().mean().backward()
+    close(fused(idx), ref(idx))
+    for (name, p), q in zip(ref.named_parameters(), fused.parameters(), strict=True):
+        close(q.grad, p.grad, msg=name)
+
+
+def test_fused_norm_must_be_a_bool():
+    with pytest.raises(TypeError, match=r"make_norm: fused must be True or False, got 'yes'"):
+        nl.TransformerBlock(16, 4, fused_norm="yes")
