@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from collections.abc import Callable, Sequence
 
 import torch
@@ -147,7 +148,10 @@ def train_ensemble(
         if not alive.any():
             break
         flat_grad.zero_()
-        loss.where(alive.view(M), 0.0).sum().backward()        # members' gradients do not mix
+        with warnings.catch_warnings():     # the leaves are strided views of flat, not dense: torch
+            warnings.filterwarnings(        # warns once; accumulating into flat_grad is still exact
+                "ignore", message="grad and param do not obey the gradient layout contract")
+            loss.where(alive.view(M), 0.0).sum().backward()    # members' gradients do not mix
         losses[:, step] = loss.detach().where(alive.view(M), float("nan")).cpu()
         lr_t = torch.tensor([[lr * (1.0 if s is None else s(step))] for s in schedules],
                             dtype=torch.float32, device=device)                # (M, 1)

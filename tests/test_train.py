@@ -31,16 +31,17 @@ def reference_run(m, seed, schedule, lr=3e-3):
     return torch.tensor(losses)
 
 
-@pytest.mark.parametrize("placement", ["post", "pre"])
-def test_ensemble_equals_separate_adam_runs(placement):
+@pytest.mark.filterwarnings("error")          # and nothing to warn about
+@pytest.mark.parametrize("placement,fused_norm", [("post", False), ("pre", True)])
+def test_ensemble_equals_separate_adam_runs(placement, fused_norm):
     schedules = [None, nl.cosine_with_warmup(3, STEPS), nl.linear_warmup(2)]
     seeds = [0, 1, 2]
-    batched = [model(s, placement=placement) for s in seeds]
+    batched = [model(s, placement=placement, fused_norm=fused_norm) for s in seeds]
     losses = nl.train_ensemble(batched, LANG, steps=STEPS, lr=3e-3, schedules=schedules,
                                seeds=seeds, batch_size=4, seq_len=8)
     assert losses.shape == (3, STEPS)
     for i, (s, schedule) in enumerate(zip(seeds, schedules, strict=True)):
-        alone = model(s, placement=placement)
+        alone = model(s, placement=placement, fused_norm=fused_norm)
         expected = reference_run(alone, s, schedule)
         torch.testing.assert_close(losses[i], expected, rtol=1e-5, atol=1e-5)
         for (name, p), q in zip(batched[i].named_parameters(), alone.parameters(), strict=True):
