@@ -4,6 +4,10 @@ import random
 import pytest
 import torch
 
+# The tests' tensors are tiny: one intra-op thread per process. Two threads per pytest-xdist
+# worker oversubscribe the cores and spin; a 60-step training test took 2.4x as long that way.
+torch.set_num_threads(1)
+
 # The browser test (tests/e2e) runs only under `make e2e`, which sets E2E=1.
 collect_ignore = [] if os.environ.get("E2E") == "1" else ["e2e"]
 
