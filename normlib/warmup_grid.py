@@ -30,7 +30,8 @@ from .model import TinyTransformerLM
 from .schedules import cosine_with_warmup
 from .train import train_ensemble
 
-__all__ = ["PATH", "SETTINGS", "generate", "levels", "load", "train_runs"]
+__all__ = ["PATH", "SETTINGS", "final_loss", "generate", "index", "levels", "load", "stalled",
+           "train_runs"]
 
 PATH = pathlib.Path(__file__).resolve().parents[1] / "notebooks" / "data" / "warmup_grid.json"
 
@@ -142,6 +143,29 @@ def load(path: str | pathlib.Path = PATH) -> dict:
                                         for by_seed in by_lr] for by_lr in by_warmup]
                                       for by_warmup in record["losses"]], dtype=torch.float32)
     return record
+
+
+def index(grid: dict, placement: str, warmup: int, peak_lr: float) -> tuple[int, int, int]:
+    """Where one setting sits in the (placements, warmups, peak_lrs, ...) tensors of a loaded grid,
+    e.g. ``grid["losses"][index(grid, "post", 40, 1e-2)]``, its (seeds, steps) losses."""
+    out = []
+    for name, value, options in (("placement", placement, grid["placements"]),
+                                 ("warmup", warmup, grid["warmups"]),
+                                 ("peak_lr", peak_lr, grid["peak_lrs"])):
+        if value not in options:
+            raise ValueError(f"index: {name} must be one of the grid's {options}, got {value!r}")
+        out.append(options.index(value))
+    return tuple(out)
+
+
+def final_loss(losses: torch.Tensor) -> torch.Tensor:
+    """A run's final loss as in the lesson: the mean of its last 10 steps (float64), (...)."""
+    return losses[..., -10:].double().mean(-1)
+
+
+def stalled(grid: dict, losses: torch.Tensor) -> torch.Tensor:
+    """True where a run ends within 0.1 nats of the unigram level (the lesson's stall), (...)."""
+    return (final_loss(losses) - grid["levels"]["unigram"]).abs() < 0.1
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -38,6 +38,17 @@ def test_load_names_a_missing_file(tmp_path):
         wg.load(tmp_path / "none.json")
 
 
+def test_index_final_loss_and_stalled(grid):
+    i = wg.index(grid, "pre", 40, 3e-2)
+    assert i == (1, 3, 3) and grid["losses"][i].shape == (len(grid["seeds"]), grid["steps"])
+    torch.testing.assert_close(wg.final_loss(grid["losses"][i]),
+                               grid["losses"][i][:, -10:].double().mean(1))
+    stall = wg.stalled(grid, grid["losses"])
+    assert stall.shape == grid["losses"].shape[:-1] and stall[wg.index(grid, "post", 0, 1e-2)].all()
+    with pytest.raises(ValueError, match=r"warmup must be one of the grid's \[0, 10, 20, 40\], got 5"):
+        wg.index(grid, "post", 5, 1e-2)
+
+
 def test_train_runs_rejects_bad_arguments():
     with pytest.raises(ValueError, match="placement must be one of"):
         wg.train_runs("sandwich", [(0, 1e-2, 0)])
