@@ -3,6 +3,7 @@ one way the lessons build a widget: a live figure whose artists a control update
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import warnings
@@ -164,11 +165,13 @@ def levels(ax, lines: dict, at: float, **text_kw) -> None:
 # a key press to the new plot). Building a new figure per move and letting the inline backend ship
 # it costs a figure build and two draws (bbox_inches="tight" lays the figure out once more to crop
 # it). A live figure is built once; a move calls its update, which changes the artists in place
-# (set_data, set_text...), then the figure is drawn once and cropped to the box measured at its
-# first drawing.
+# (set_data, set_text...); then only the changed artists are drawn over a cached background (when
+# limits and ticks stay put), cropped to the box measured at the first drawing, and sent to the
+# browser as one message.
 
 _UPDATES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # figure -> its update
 _CROPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # figure -> (size, dpi, bbox)
+_BLITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # figure -> (frame, background, artists)
 
 
 def live(fig, update: Callable[..., object]):
@@ -193,27 +196,114 @@ def update(fig, **values) -> None:
     _UPDATES[fig](**values)
 
 
+def _frame(fig) -> tuple:
+    """What the unchanging parts of a drawing depend on: size, resolution, and each axes' place,
+    limits, scales and tick labels."""
+    def ticks(axis):
+        locs = axis.get_majorticklocs()
+        return tuple(locs), tuple(axis.major.formatter.format_ticks(locs))
+    return (tuple(fig.get_size_inches()), fig.dpi,
+            tuple((ax.get_position().bounds, ax.get_xlim(), ax.get_ylim(), ax.get_xscale(),
+                   ax.get_yscale(), ticks(ax.xaxis), ticks(ax.yaxis)) for ax in fig.axes))
+
+
+def _moving(fig) -> set:
+    """The artists an update changed (matplotlib marks them stale), with whatever is drawn above
+    them in their axes (a legend over a line). Axes and spines count as the frame (_frame)."""
+    from matplotlib.axis import Axis
+    from matplotlib.spines import Spine
+    moving = {a for a in fig.get_children() if a.stale and a not in fig.axes and a is not fig.patch}
+    for ax in fig.axes:
+        changed = [a for a in ax.get_children()
+                   if a.stale and a is not ax.patch and not isinstance(a, (Axis, Spine))]
+        if changed:
+            low = min(a.get_zorder() for a in changed)
+            moving |= {a for a in ax.get_children() if a.get_zorder() >= low and a is not ax.patch}
+    return moving
+
+
+def _in_drawing_order(fig, artists) -> list:
+    """``artists`` in the order a full drawing draws them: by zorder, ties in the order added."""
+    rank = {a: i for i, a in enumerate(fig.get_children())}
+    rank.update({a: i for ax in fig.axes for i, a in enumerate(ax.get_children())})
+    return sorted(artists, key=lambda a: (a.get_zorder(), rank.get(a, 0)))
+
+
+def _draw(fig) -> None:
+    """Draw ``fig`` into its Agg buffer. When only some artists changed since the last drawing and
+    the frame (limits, ticks, size) did not, restore a background drawn without them and draw
+    just those (blitting): a figure's text (ticks, labels) is most of a full drawing's time."""
+    from matplotlib.image import AxesImage
+    frame, last = _frame(fig), _BLITS.get(fig)
+    moving = _moving(fig) if last is not None else set()     # a first drawing: nothing moved yet
+    if fig.get_layout_engine() is not None or any(isinstance(a, AxesImage) for a in moving):
+        # a layout engine places the axes around what is shown; images are composited: draw in full
+        fig.canvas.draw()
+        _BLITS.pop(fig, None)
+        return
+    if last is not None and last[0] == frame and moving <= last[2]:
+        fig.canvas.restore_region(last[1])
+        for artist in _in_drawing_order(fig, last[2]):
+            fig.draw_artist(artist)
+        return
+    moving |= last[2] if last is not None and last[0] == frame else set()
+    from matplotlib.text import Text
+    shown = {a: a.get_visible() for a in moving}
+    placed = {a: a.get_position() for a in moving if isinstance(a, Text)}
+    for artist in moving:
+        artist.set_visible(False)
+    fig.canvas.draw()
+    background = fig.canvas.copy_from_bbox(fig.bbox)
+    for artist, visible in shown.items():
+        artist.set_visible(visible)
+    for text, position in placed.items():     # the axes placed its hidden titles as if empty
+        text.set_position(position)
+    for artist in _in_drawing_order(fig, moving):
+        fig.draw_artist(artist)
+    _BLITS[fig] = (frame, background, moving)
+
+
+def _grow_to_fit(fig, tight) -> None:
+    """Enlarge ``fig`` to hold ``tight`` (inches, its content's box), keeping every axes' size and
+    place relative to the content: what savefig's bbox_inches="tight" does for one image, done
+    once, so that every later drawing fits the canvas."""
+    (w, h), pad = fig.get_size_inches(), 0.02
+    x0, y0 = min(tight.x0, 0) - pad, min(tight.y0, 0) - pad
+    new_w, new_h = max(tight.x1, w) + pad - x0, max(tight.y1, h) + pad - y0
+    for ax in fig.axes:
+        b = ax.get_position()
+        ax.set_position([(b.x0 * w - x0) / new_w, (b.y0 * h - y0) / new_h,
+                         b.width * w / new_w, b.height * h / new_h])
+    fig.set_size_inches(new_w, new_h)
+
+
 def png(fig) -> bytes:
-    """``fig`` drawn once to PNG bytes, cropped as the inline backend crops (bbox_inches="tight"),
-    but to the box measured at its first drawing (widened to the figure's width, so a longer title
-    still fits): measuring the box again on every move costs half a drawing more."""
+    """``fig`` drawn to PNG bytes, cropped as the inline backend crops (bbox_inches="tight"), but
+    to the box measured at its first drawing (widened to the figure's width, so a longer title
+    still fits; a figure whose labels stick out is enlarged once to hold them): measuring the box
+    on every move costs half a drawing more. Only what changed since the last call is redrawn
+    when the axes' limits and ticks did not change (see ``_draw``)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.transforms import Bbox
     from PIL import Image
     if not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
-    fig.canvas.draw()
+    _draw(fig)
     size, dpi = tuple(fig.get_size_inches()), fig.dpi
     crop = _CROPS.get(fig)
     if crop is None or crop[:2] != (size, dpi):
-        tight = fig.get_tightbbox(fig.canvas.get_renderer()).padded(mpl.rcParams["savefig.pad_inches"])
-        crop = (size, dpi, Bbox.union([tight, Bbox.from_extents(0, tight.y0, size[0], tight.y1)]))
+        tight = fig.get_tightbbox(fig.canvas.get_renderer())
+        if tight.x0 < 0 or tight.y0 < 0 or tight.x1 > size[0] or tight.y1 > size[1]:
+            _grow_to_fit(fig, tight)                     # once: labels beyond the edge get room
+            _draw(fig)
+            size, tight = tuple(fig.get_size_inches()), fig.get_tightbbox(fig.canvas.get_renderer())
+        box = Bbox.union([tight, Bbox.from_extents(0, tight.y0, size[0], tight.y1)]).padded(
+            mpl.rcParams["savefig.pad_inches"])
+        crop = (size, dpi, Bbox.from_extents(max(box.x0, 0), max(box.y0, 0), min(box.x1, size[0]),
+                                             min(box.y1, size[1])))
         _CROPS[fig] = crop
     box = crop[2]
     out = io.BytesIO()
-    if box.x0 < 0 or box.y0 < 0 or box.x1 > size[0] or box.y1 > size[1]:
-        fig.savefig(out, format="png", bbox_inches=box)          # content beyond the figure: rare
-        return out.getvalue()
     rgba = np.asarray(fig.canvas.buffer_rgba())
     height = rgba.shape[0]
     left, right = round(box.x0 * dpi), round(box.x1 * dpi)
@@ -232,7 +322,6 @@ def interactive(callback: Callable, **controls):
     Labels are never cut off. ``display()`` the result."""
     import ipywidgets as widgets
     import matplotlib.pyplot as plt
-    from IPython.display import Image, display
 
     fixed, shown = {}, {}
     for name, control in controls.items():
@@ -262,23 +351,28 @@ def interactive(callback: Callable, **controls):
     plt.close(fig)                     # the widget shows it; the inline backend must not show it again
     out = widgets.Output()
 
-    def show(printed):
-        image = png(fig)
-        out.clear_output(wait=True)
-        display(Image(image))
-        print(printed.getvalue(), end="")
+    def show(printed: str) -> None:
+        # One message: the Output widget's content replaced at once (clear_output and display
+        # inside `with out:` send four: capture on, clear, image, capture off).
+        image = {"output_type": "display_data", "metadata": {},
+                 "data": {"image/png": base64.b64encode(png(fig)).decode("ascii")}}
+        text = [{"output_type": "stream", "name": "stdout", "text": printed}] if printed else []
+        out.outputs = (image, *text)
 
     def move(change):
-        with out:
-            printed = io.StringIO()
+        printed = io.StringIO()
+        try:
             with contextlib.redirect_stdout(printed):
                 update(fig, **{name: control.value for name, control in shown.items()})
-            show(printed)
+        except Exception:
+            with out:                  # the traceback shows in the widget, under the last plot
+                raise
+        else:
+            show(printed.getvalue())
 
     for control in shown.values():
         control.observe(move, "value")
-    with out:
-        show(first)
+    show(first.getvalue())
     box = widgets.VBox([*shown.values(), out])
     box.add_class("widget-interact")
     return box

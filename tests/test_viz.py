@@ -1,6 +1,9 @@
 """normlib.viz: one colour per method, and a lecture mode that enlarges every plot and undoes itself."""
 
+import io
+
 import matplotlib
+import numpy as np
 import pytest
 
 matplotlib.use("Agg")
@@ -84,3 +87,37 @@ def test_levels_draws_one_labelled_line_per_level():
     viz.levels(ax, {"log V": 4.16, "entropy floor": 1.1}, at=80)
     assert [line.get_ydata()[0] for line in ax.lines] == [4.16, 1.1]
     assert [t.get_text().strip() for t in ax.texts] == ["log V", "entropy floor"]
+
+
+def _pixels(data: bytes):
+    from PIL import Image
+    return np.asarray(Image.open(io.BytesIO(data))).astype(int)
+
+
+def test_a_live_figure_redrawn_in_part_looks_like_one_drawn_in_full():
+    viz.reading_mode()
+    x = np.linspace(-3, 3, 101)
+    fig, ax = plt.subplots()
+    ax.plot(x, x / 2, ":", label="fixed")
+    (line,) = ax.plot(x, x, label="moving")
+    legend = ax.legend(loc="upper left")
+    ax.set(ylim=(-3, 3), xlabel="x")
+
+    def update(a=1.0):
+        line.set_ydata(a * np.tanh(x))
+        legend.get_texts()[1].set_text(f"a = {a:g}")
+        ax.set_title(f"a = {a:g}")
+    viz.live(fig, update)
+    viz.png(fig)
+    for a in (1.5, 2.0, 0.5):                    # the first move draws in full, later ones in part
+        viz.update(fig, a=a)
+        part = viz.png(fig)
+    viz._BLITS.pop(fig)
+    assert (_pixels(part) == _pixels(viz.png(fig))).all()
+
+
+def test_interactive_refuses_a_figure_that_is_not_live():
+    def plain():
+        return plt.figure()
+    with pytest.raises(TypeError, match="plain must return a live figure"):
+        viz.interactive(plain)
