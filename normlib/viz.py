@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import inspect
 import io
 import warnings
 import weakref
@@ -329,7 +330,9 @@ def interactive(callback: Callable, **controls):
             fixed[name] = control.value
             continue
         if not isinstance(control, widgets.ValueWidget):
-            made = widgets.interactive.widget_from_abbrev(control, None)
+            default = inspect.signature(callback).parameters.get(name)  # the start: its default
+            made = widgets.interactive.widget_from_abbrev(
+                control, inspect.Parameter.empty if default is None else default.default)
             if made is None:
                 raise ValueError(f"interactive: cannot make a control for {name}={control!r}")
             control = made

@@ -121,3 +121,14 @@ def test_interactive_refuses_a_figure_that_is_not_live():
         return plt.figure()
     with pytest.raises(TypeError, match="plain must return a live figure"):
         viz.interactive(plain)
+
+
+def test_interactive_controls_start_at_the_callbacks_defaults():
+    """An abbreviated control (a list of options, a (min, max, step) tuple) starts at the callback's
+    default, as ipywidgets.interact does; not at no selection."""
+    def callback(norm="all", eps=0.3):
+        fig, ax = plt.subplots()
+        return viz.live(fig, lambda norm=norm, eps=eps: ax.set_title(f"{norm} {eps}"))
+    box = viz.interactive(callback, norm=["layernorm", "all", "rmsnorm"], eps=(0.0, 1.0, 0.1))
+    assert [(c.description, c.value) for c in box.children[:2]] == [("norm", "all"), ("eps", 0.3)]
+    plt.close("all")
