@@ -306,9 +306,11 @@ def png(fig) -> bytes:
     box = crop[2]
     out = io.BytesIO()
     rgba = np.asarray(fig.canvas.buffer_rgba())
-    height = rgba.shape[0]
-    left, right = round(box.x0 * dpi), round(box.x1 * dpi)
-    top, bottom = height - round(box.y1 * dpi), height - round(box.y0 * dpi)
+    height, width = rgba.shape[:2]
+    # the canvas has whole pixels (a grown figure's size in pixels need not be): clamp, or a box
+    # edge rounded one pixel beyond the canvas makes a negative index and a one-row image
+    left, right = max(round(box.x0 * dpi), 0), min(round(box.x1 * dpi), width)
+    top, bottom = max(height - round(box.y1 * dpi), 0), min(height - round(box.y0 * dpi), height)
     # compress_level 1: a third faster than Pillow's default for a few per cent more bytes
     Image.fromarray(rgba[top:bottom, left:right]).save(out, format="png", compress_level=1)
     return out.getvalue()

@@ -12,12 +12,14 @@ the one way the lessons make one. How fast they answer is a benchmark, not a tes
 """
 
 import inspect
+import io
 import pathlib
 import warnings
 
 import matplotlib
 import nbformat
 import pytest
+from PIL import Image
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -93,6 +95,9 @@ def test_widget_callbacks_run_alone_and_draw_one_figure(path):
             f"{path.name}:{name} left {len(plt.get_fignums())} figures open (expected one plot)"
         if is_lesson(path):
             viz.update(fig)           # a control's move, at the initial values: raises unless live
-            assert viz.png(fig).startswith(b"\x89PNG"), f"{path.name}:{name}: no PNG"
+            image = Image.open(io.BytesIO(viz.png(fig)))    # the widget's picture: the whole plot
+            w, h = fig.canvas.get_width_height()
+            assert image.width > w / 2 and image.height > h / 2, \
+                f"{path.name}:{name}: a {image.width}x{image.height} PNG of a {w}x{h} canvas"
             assert len(plt.get_fignums()) == 1, f"{path.name}:{name}: its update opened another figure"
         plt.close("all")
