@@ -35,3 +35,13 @@ def close(actual, expected, **kw):
 def _seed():
     random.seed(0)
     torch.manual_seed(0)
+
+
+@pytest.fixture
+def restore_matplotlib():
+    """Each test's rcParams changes (reading / lecture mode) and figures are undone after it."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+    with matplotlib.rc_context():
+        yield
+    plt.close("all")

@@ -33,11 +33,7 @@ DIAGRAMS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _restore_style():
-    with matplotlib.rc_context():
-        yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("restore_matplotlib")
 
 
 def _texts(fig):

@@ -11,12 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from normlib import viz  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _restore_rcparams():
-    with matplotlib.rc_context():
-        yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("restore_matplotlib")
 
 
 def _drawn(mode):
