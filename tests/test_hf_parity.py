@@ -13,17 +13,11 @@ Every HF module is built from a config object (no download). Tolerances, per com
   by a few ulp (up to 9e-7 relative measured) from normlib's float64 values.
 """
 
+import functools
+
 import pytest
 import torch
 from conftest import close
-from transformers import LlamaConfig, LlamaForCausalLM
-from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
-from transformers.models.llama.modeling_llama import (
-    LlamaMLP,
-    LlamaRMSNorm,
-    LlamaRotaryEmbedding,
-    apply_rotary_pos_emb,
-)
 
 import normlib as nl
 from normlib.hf import hf_llama_to_normlib_name, load_llama_weights
@@ -31,17 +25,34 @@ from normlib.hf import hf_llama_to_normlib_name, load_llama_weights
 f32, f64 = torch.float32, torch.float64
 
 
+# transformers is imported on first use: the import takes seconds, and every pytest-xdist worker
+# collects this file while only one runs it.
+@functools.cache
+def llama():
+    """transformers' LLaMA module: LlamaConfig, LlamaRMSNorm, LlamaMLP, LlamaRotaryEmbedding,
+    apply_rotary_pos_emb, LlamaForCausalLM."""
+    from transformers.models.llama import modeling_llama
+    return modeling_llama
+
+
+@functools.cache
+def rope_init_functions():
+    """transformers' RoPE frequency initializers by rope_type (ROPE_INIT_FUNCTIONS)."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    return ROPE_INIT_FUNCTIONS
+
+
 def _config(**kw):
     """A tiny LLaMA: d 64, 4 query heads of dim 16, 2 key/value heads (GQA), eps 1e-5."""
     options = dict(vocab_size=50, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
                    num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5,
                    max_position_embeddings=32)
-    return LlamaConfig(**{**options, **kw})
+    return llama().LlamaConfig(**{**options, **kw})
 
 
 @pytest.mark.parametrize("dtype", [f32, torch.bfloat16, torch.float16, f64])
 def test_rmsnorm_equals_llama_rmsnorm(dtype):
-    hf = LlamaRMSNorm(64, eps=1e-5).to(dtype)
+    hf = llama().LlamaRMSNorm(64, eps=1e-5).to(dtype)
     with torch.no_grad():
         hf.weight.uniform_(0.5, 1.5)
     mine = nl.RMSNorm(64, eps=1e-5).to(dtype)
@@ -55,7 +66,7 @@ def test_rmsnorm_equals_llama_rmsnorm(dtype):
 
 @pytest.mark.parametrize("dtype", [f32, f64, torch.bfloat16])
 def test_swiglu_equals_llama_mlp(dtype):
-    hf = LlamaMLP(_config()).to(dtype)
+    hf = llama().LlamaMLP(_config()).to(dtype)
     mine = nl.GLUFeedForward(64, 96, variant="swiglu").to(dtype)
     mine.load_state_dict({"w1.weight": hf.gate_proj.weight, "w3.weight": hf.up_proj.weight,
                           "w2.weight": hf.down_proj.weight})
@@ -76,11 +87,11 @@ def test_apply_rope_half_equals_apply_rotary_pos_emb(rope_parameters, dtype):
     # divided by 8).
     config = _config(hidden_size=256, max_position_embeddings=128,
                      rope_parameters=dict(rope_parameters))
-    rotary = LlamaRotaryEmbedding(config)
+    rotary = llama().LlamaRotaryEmbedding(config)
     q = torch.randn(2, 4, 64, 64, dtype=f64).to(dtype)                      # (B, H, T, D)
     k = torch.randn(2, 2, 64, 64, dtype=f64).to(dtype)                      # (B, H_kv, T, D)
     cos, sin = rotary(q, torch.arange(64)[None])
-    hf_q, hf_k = apply_rotary_pos_emb(q, k, cos, sin)
+    hf_q, hf_k = llama().apply_rotary_pos_emb(q, k, cos, sin)
     if rope_parameters["rope_type"] == "default":                # = apply_rope(base=10,000)
         theta = nl.rope_frequencies(64, 10000.0, dtype=f64)
     else:
@@ -108,13 +119,13 @@ def test_yarn_rotation_times_attention_factor_equals_hf():
     # factor separately, and apply_rope(x, theta=yarn) * factor is HF's rotation.
     parameters = dict(rope_type="yarn", rope_theta=10000.0, factor=4.0,
                       original_max_position_embeddings=16)
-    rotary = LlamaRotaryEmbedding(_config(hidden_size=256, max_position_embeddings=64,
+    rotary = llama().LlamaRotaryEmbedding(_config(hidden_size=256, max_position_embeddings=64,
                                           rope_parameters=parameters))
     factor = nl.yarn_attention_factor(4.0)
     assert rotary.attention_scaling == pytest.approx(factor, rel=1e-12) and factor > 1.1
     q, k = torch.randn(2, 4, 64, 64), torch.randn(2, 2, 64, 64)            # (B, H, T, D)
     cos, sin = rotary(q, torch.arange(64)[None])
-    for x, expected in zip((q, k), apply_rotary_pos_emb(q, k, cos, sin), strict=True):
+    for x, expected in zip((q, k), llama().apply_rotary_pos_emb(q, k, cos, sin), strict=True):
         close(nl.apply_rope(x, layout="half", theta=rotary.inv_freq) * factor, expected)
         assert not torch.allclose(nl.apply_rope(x, layout="half", theta=rotary.inv_freq), expected)
 
@@ -122,7 +133,7 @@ def _hf_frequencies(rope_type, head_dim=128, seq_len=None, max_position_embeddin
                     **rope_parameters):
     config = _config(hidden_size=4 * head_dim, max_position_embeddings=max_position_embeddings,
                      rope_parameters=dict(rope_type=rope_type, **rope_parameters))
-    inv_freq, attention_factor = ROPE_INIT_FUNCTIONS[rope_type](config, "cpu", seq_len=seq_len)
+    inv_freq, attention_factor = rope_init_functions()[rope_type](config, "cpu", seq_len=seq_len)
     return inv_freq.double(), attention_factor
 
 
@@ -163,7 +174,7 @@ def test_yarn_equals_hf_yarn(factor, truncate):
 
 
 def test_hf_names_map_onto_every_normlib_parameter():
-    hf = LlamaForCausalLM(_config())
+    hf = llama().LlamaForCausalLM(_config())
     lm = nl.TinyTransformerLM(50, 64, 3, 4, 32, n_kv_heads=2, norm="rmsnorm", ffn="swiglu",
                               d_ff=96, rope=True)
     mapped = {hf_llama_to_normlib_name(k) for k in hf.state_dict()}
@@ -177,7 +188,7 @@ def test_tiny_llama_logits_equal_normlib(attn_implementation, n_kv_heads):
     # hand-written softmax(q k^T / sqrt(D)) v. Both give normlib's logits (max difference
     # measured: 1.8e-7 on logits of size 0.6, float32).
     config = _config(num_key_value_heads=n_kv_heads, attn_implementation=attn_implementation)
-    hf = LlamaForCausalLM(config).eval()
+    hf = llama().LlamaForCausalLM(config).eval()
     with torch.no_grad():                    # norm weights away from their init of ones
         for name, p in hf.named_parameters():
             if name.endswith("norm.weight"):
@@ -194,7 +205,7 @@ def test_tiny_llama_logits_equal_normlib(attn_implementation, n_kv_heads):
 
 
 def test_load_llama_weights_refuses_a_model_that_is_not_llama_shaped():
-    hf = LlamaForCausalLM(_config())
+    hf = llama().LlamaForCausalLM(_config())
     post = nl.TinyTransformerLM(50, 64, 3, 4, 32, n_kv_heads=2, norm="layernorm",
                                 placement="post", ffn="swiglu", d_ff=96, rope=True)
     with pytest.raises(ValueError, match="placement='post'.*norm=LayerNorm"):
