@@ -105,9 +105,12 @@ check-translations: setup
 
 # Browser test (README, "Browser test"): every notebook in JupyterLab, driven in Debian's Chromium
 # (`chromium` on PATH; skipped without it, a failure when CI=true), and every slide deck offline.
+# One worker per core, as nbval: each worker runs its own JupyterLab and Chromium. The latencies it
+# prints are then measured beside a second notebook; E2E_WORKERS=1 measures one notebook at a time.
+E2E_WORKERS ?= $(NBVAL_WORKERS)
 .PHONY: e2e slides
 e2e: setup slides
-	E2E=1 $(PY) -m pytest tests/e2e -v --timeout 900
+	E2E=1 $(PY) -m pytest tests/e2e -v --timeout 900 -n $(E2E_WORKERS)
 
 # reveal.js decks of the lessons in build/slides/, viewable offline (README, "Presenting"). The
 # scripts, styles and fonts come from the npm packages locked in slides/package-lock.json.

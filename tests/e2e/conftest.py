@@ -29,6 +29,7 @@ import pytest
 from e2e_support import (
     CHROMIUM_ARGS,
     NOTEBOOKS,
+    RESULT_KEY,
     RESULTS,
     ROOT,
     SCREENSHOTS,
@@ -150,6 +151,14 @@ def lab(tmp_path_factory, chromium_path):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        for key, value in report.user_properties:
+            if key == RESULT_KEY:
+                name, numbers = value
+                RESULTS[name] = numbers
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -25,7 +25,10 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-# Per-notebook numbers for the summary at the end of the run (filled by the tests).
+# Per-notebook numbers for the summary at the end of the run: each test attaches (name, numbers)
+# to its report under RESULT_KEY (so they reach the summary from pytest-xdist workers too), and
+# conftest.py gathers them into RESULTS.
+RESULT_KEY = "e2e_result"
 RESULTS: dict[str, dict] = {}
 
 
@@ -133,11 +136,19 @@ CLOSE_ALL_JS = """() => {
   }
 }"""
 
+# The toolbar can show the kernel's name and an idle indicator before the notebook's session has a
+# connected kernel, and Run All then clears the outputs and runs nothing, as JupyterLab does without
+# a kernel (seen once in 72 notebooks, two browser tests running at once). So the session's own
+# kernel must be connected and idle too.
 KERNEL_READY_JS = """() => {
   const name = document.querySelector('.jp-NotebookPanel-toolbar .jp-Toolbar-kernelName');
   const ind = document.querySelector('.jp-NotebookPanel-toolbar .jp-Notebook-ExecutionIndicator');
+  const panel = window.jupyterapp.shell.currentWidget;
+  const kernel = panel && panel.sessionContext && panel.sessionContext.session
+      && panel.sessionContext.session.kernel;
   return !!name && !name.textContent.includes('No Kernel')
-      && !!ind && ind.getAttribute('data-status') === 'idle';
+      && !!ind && ind.getAttribute('data-status') === 'idle'
+      && !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
 }"""
 
 # Records whether any cell shows the running prompt [*] from now on (window.__e2eRan), so that a

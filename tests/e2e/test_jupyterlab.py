@@ -30,7 +30,7 @@ from e2e_support import (
     NOTEBOOKS,
     OPEN_JS,
     PROBLEMS_JS,
-    RESULTS,
+    RESULT_KEY,
     SCREENSHOTS,
     SCROLL_JS,
     WATCH_RUN_JS,
@@ -190,11 +190,12 @@ def _move_control(page, rel) -> float | None:
 
 
 @pytest.mark.parametrize("path", PATHS, ids=[_id(p) for p in PATHS])
-def test_notebook_runs_in_jupyterlab(path, lab, lab_page):
+def test_notebook_runs_in_jupyterlab(path, lab, lab_page, request):
     rel = _id(path)
     expected = declared_widgets(path)
     saved = path.read_bytes()
-    result = RESULTS.setdefault(rel, {})
+    result = {}
+    request.node.user_properties.append((RESULT_KEY, (rel, result)))     # for the summary
     start = time.monotonic()
     page = lab_page.get()
     ok = False
