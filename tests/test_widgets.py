@@ -3,12 +3,12 @@
 Convention (see README, "Writing a lesson"): a notebook's cells tagged ``setup`` (imports, cheap
 constants) and ``callback`` (the functions that widgets call, and the cheap data they need) run
 without the rest of the notebook. Each function that a ``callback`` cell defines is called here
-with its default arguments (the widget's initial values) and must leave exactly one figure open.
-In the lessons it must return a live figure (``normlib.viz.live(fig, update)``): its ``update``
-(what a control's move runs) is then called with the same values and the figure drawn to PNG as the
-widget shows it (``normlib.viz.png``), and every widget is built by ``normlib.viz.interactive``,
-the one way the lessons make one. How fast they answer is a benchmark, not a test: ``make bench`` times them
-(tests/bench.py).
+with its default arguments (the widget's initial values); it must leave exactly one figure open and
+return it as a live figure (``normlib.viz.live(fig, update)``): its ``update`` (what a control's
+move runs) is then called with the same values and the figure drawn to PNG as the widget shows it
+(``normlib.viz.png``). Every widget, in the lessons and the practice notebooks, is built by
+``normlib.viz.interactive``. How fast they answer is a benchmark, not a test: ``make bench`` times
+them (tests/bench.py).
 """
 
 import inspect
@@ -69,19 +69,14 @@ def call_and_draw(fn):
     return out
 
 
-def is_lesson(path) -> bool:
-    return path.parent == ROOT / "notebooks"
-
-
 @pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(ROOT / "notebooks")))
                                   for p in widget_notebooks()])
 def test_widget_callbacks_run_alone_and_draw_one_figure(path):
-    """Lessons: one live figure per callback, built by nl.viz.interactive. Practice notebooks (not
-    yet converted): one figure, or nothing, per callback."""
+    """One live figure per callback, and every widget built by nl.viz.interactive."""
     nb = nbformat.read(path, as_version=4)
     other = [line.strip() for c in nb.cells if c.cell_type == "code"
              for line in c.source.splitlines() if "widgets.interact" in line]
-    assert not (is_lesson(path) and other), (
+    assert not other, (
         f"{path.name}: build widgets with nl.viz.interactive (one figure updated in place), not "
         f"ipywidgets' interact/interactive: {other}")
     found = callbacks(path)
@@ -89,15 +84,13 @@ def test_widget_callbacks_run_alone_and_draw_one_figure(path):
     for name, fn in found:
         plt.close("all")
         fig = call_and_draw(fn)
-        assert isinstance(fig, matplotlib.figure.Figure) or (fig is None and not is_lesson(path)), \
-            f"{name} returned {type(fig).__name__}"
+        assert isinstance(fig, matplotlib.figure.Figure), f"{name} returned {type(fig).__name__}"
         assert len(plt.get_fignums()) == 1, \
             f"{path.name}:{name} left {len(plt.get_fignums())} figures open (expected one plot)"
-        if is_lesson(path):
-            viz.update(fig)           # a control's move, at the initial values: raises unless live
-            image = Image.open(io.BytesIO(viz.png(fig)))    # the widget's picture: the whole plot
-            w, h = fig.canvas.get_width_height()
-            assert image.width > w / 2 and image.height > h / 2, \
-                f"{path.name}:{name}: a {image.width}x{image.height} PNG of a {w}x{h} canvas"
-            assert len(plt.get_fignums()) == 1, f"{path.name}:{name}: its update opened another figure"
+        viz.update(fig)               # a control's move, at the initial values: raises unless live
+        image = Image.open(io.BytesIO(viz.png(fig)))        # the widget's picture: the whole plot
+        w, h = fig.canvas.get_width_height()
+        assert image.width > w / 2 and image.height > h / 2, \
+            f"{path.name}:{name}: a {image.width}x{image.height} PNG of a {w}x{h} canvas"
+        assert len(plt.get_fignums()) == 1, f"{path.name}:{name}: its update opened another figure"
         plt.close("all")

@@ -137,8 +137,8 @@ def _check_diagrams(page, rel, cells):
 def _check_no_duplicate_plots(twice, rel):
     assert not twice, (
         f"{rel}: an Output widget shows the same plot twice, in the cell starting {twice[0]!r}: "
-        "interact() displays the callback's return value after plt.show() has shown the figure. "
-        "End the callback with plt.show() and return nothing (or build it with widgets.interactive).")
+        "ipywidgets' interact() displays the callback's return value after plt.show() has shown "
+        "the figure. Build the widget with nl.viz.interactive and return nl.viz.live(fig, update).")
 
 
 def _settle(page, quiet_s: float = 0.3, timeout_s: float = 10) -> None:
