@@ -120,7 +120,7 @@ def test_yarn_rotation_times_attention_factor_equals_hf():
     parameters = dict(rope_type="yarn", rope_theta=10000.0, factor=4.0,
                       original_max_position_embeddings=16)
     rotary = llama().LlamaRotaryEmbedding(_config(hidden_size=256, max_position_embeddings=64,
-                                          rope_parameters=parameters))
+                                                  rope_parameters=parameters))
     factor = nl.yarn_attention_factor(4.0)
     assert rotary.attention_scaling == pytest.approx(factor, rel=1e-12) and factor > 1.1
     q, k = torch.randn(2, 4, 64, 64), torch.randn(2, 2, 64, 64)            # (B, H, T, D)
