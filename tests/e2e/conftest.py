@@ -30,7 +30,6 @@ from e2e_support import (
     CHROMIUM_ARGS,
     NOTEBOOKS,
     RESULT_KEY,
-    RESULTS,
     ROOT,
     SCREENSHOTS,
     STATE,
@@ -151,6 +150,9 @@ def lab(tmp_path_factory, chromium_path):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+RESULTS: dict[str, dict] = {}         # notebook -> its numbers, from the tests' reports
 
 
 def pytest_runtest_logreport(report):

@@ -26,10 +26,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 # Per-notebook numbers for the summary at the end of the run: each test attaches (name, numbers)
-# to its report under RESULT_KEY (so they reach the summary from pytest-xdist workers too), and
-# conftest.py gathers them into RESULTS.
+# to its report under RESULT_KEY, so that they reach conftest.py's summary from pytest-xdist workers.
 RESULT_KEY = "e2e_result"
-RESULTS: dict[str, dict] = {}
 
 
 def notebook_paths() -> list[pathlib.Path]:
