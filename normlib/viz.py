@@ -172,7 +172,7 @@ def levels(ax, lines: dict, at: float, **text_kw) -> None:
 
 _UPDATES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # figure -> its update
 _CROPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # figure -> (size, dpi, bbox)
-_BLITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # figure -> (frame, background, artists)
+_BLITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # figure -> (frame, background, artists, footprints)
 
 
 def live(fig, update: Callable[..., object]):
@@ -230,10 +230,35 @@ def _in_drawing_order(fig, artists) -> list:
     return sorted(artists, key=lambda a: (a.get_zorder(), rank.get(a, 0)))
 
 
+def _hidden(artists):
+    """Hide ``artists`` for a drawing; return a function that shows them again. The axes place their
+    titles while drawing as if hidden ones were empty: their positions are put back too."""
+    from matplotlib.text import Text
+    shown = {a: a.get_visible() for a in artists}
+    placed = {a: a.get_position() for a in artists if isinstance(a, Text)}
+    for artist in artists:
+        artist.set_visible(False)
+
+    def show():
+        for artist, visible in shown.items():
+            artist.set_visible(visible)
+        for text, position in placed.items():
+            text.set_position(position)
+    return show
+
+
+def _footprints(fig, axes) -> dict:
+    """Each axes' box on the canvas with everything it draws (ticks, labels, title), in pixels."""
+    renderer = fig.canvas.get_renderer()
+    return {ax: ax.get_tightbbox(renderer) for ax in axes}
+
+
 def _draw(fig) -> None:
     """Draw ``fig`` into its Agg buffer. When only some artists changed since the last drawing and
     the frame (limits, ticks, size) did not, restore a background drawn without them and draw
-    just those (blitting): a figure's text (ticks, labels) is most of a full drawing's time."""
+    just those (blitting): a figure's text (ticks, labels) is most of a full drawing's time. When
+    the frame of some axes changed (a plot that rescales) but not of the others, only those axes
+    are drawn again (``_redraw_axes``)."""
     from matplotlib.image import AxesImage
     frame, last = _frame(fig), _BLITS.get(fig)
     moving = _moving(fig) if last is not None else set()     # a first drawing: nothing moved yet
@@ -247,21 +272,68 @@ def _draw(fig) -> None:
         for artist in _in_drawing_order(fig, last[2]):
             fig.draw_artist(artist)
         return
+    if last is not None and _redraw_axes(fig, frame, last, moving):
+        return
     moving |= last[2] if last is not None and last[0] == frame else set()
-    from matplotlib.text import Text
-    shown = {a: a.get_visible() for a in moving}
-    placed = {a: a.get_position() for a in moving if isinstance(a, Text)}
-    for artist in moving:
-        artist.set_visible(False)
+    show = _hidden(moving)
     fig.canvas.draw()
     background = fig.canvas.copy_from_bbox(fig.bbox)
-    for artist, visible in shown.items():
-        artist.set_visible(visible)
-    for text, position in placed.items():     # the axes placed its hidden titles as if empty
-        text.set_position(position)
+    footprints = _footprints(fig, fig.axes) if len(fig.axes) > 1 else None   # for _redraw_axes
+    show()
     for artist in _in_drawing_order(fig, moving):
         fig.draw_artist(artist)
-    _BLITS[fig] = (frame, background, moving)
+    _BLITS[fig] = (frame, background, moving, footprints)
+
+
+def _redraw_axes(fig, frame, last, moving) -> bool:
+    """Redraw in part a figure in which the frame of some axes changed but not of the others: on
+    the last background, clear the changed axes' footprints (old and new) to the figure's colour,
+    draw those axes again without their moving artists, keep that as the new background, then draw
+    every moving artist. Returns False, having drawn nothing, where that could differ from a full
+    drawing: a new size, every axes changed, a footprint that touches another axes' or the
+    figure's own artists, a figure colour that is not opaque, or an artist of an unchanged axes
+    that did not move last time."""
+    old_frame, background, last_moving, old_prints = last
+    if old_prints is None or old_frame[:2] != frame[:2] or len(old_frame[2]) != len(frame[2]):
+        return False
+    changed = [ax for ax, new, old in zip(fig.axes, frame[2], old_frame[2], strict=True) if new != old]
+    if not changed or len(changed) == len(fig.axes) or any(ax not in old_prints for ax in fig.axes):
+        return False
+    face = mpl.colors.to_rgba(fig.get_facecolor())
+    if face[3] != 1:
+        return False
+    inside = {a for ax in changed for a in ax.get_children()}
+    if any(a not in last_moving for a in moving - inside):
+        return False                    # it is in the last background in its old state
+    show = _hidden(moving)
+    new_prints = _footprints(fig, changed)
+    show()
+    renderer = fig.canvas.get_renderer()
+    from matplotlib.transforms import Bbox
+    cleared = [Bbox.union([old_prints[ax], new_prints[ax]]).padded(2) for ax in changed]
+    others = [old_prints[ax] for ax in fig.axes if ax not in changed]
+    others += [a.get_window_extent(renderer) for a in fig.get_children()
+               if a.get_visible() and a not in fig.axes and a is not fig.patch and a not in moving]
+    if any(box.overlaps(other.padded(2)) for box in cleared for other in others):
+        return False
+    fig.canvas.restore_region(background)
+    pixels = np.asarray(fig.canvas.buffer_rgba())
+    height, width = pixels.shape[:2]
+    color = np.array([round(255 * c) for c in face], dtype=np.uint8)
+    for box in cleared:
+        x0, x1 = max(int(np.floor(box.x0)), 0), min(int(np.ceil(box.x1)), width)
+        y0, y1 = max(height - int(np.ceil(box.y1)), 0), min(height - int(np.floor(box.y0)), height)
+        pixels[y0:y1, x0:x1] = color
+    moving = moving | (last_moving - inside)
+    show = _hidden(moving)
+    for ax in changed:
+        fig.draw_artist(ax)
+    background = fig.canvas.copy_from_bbox(fig.bbox)
+    show()
+    for artist in _in_drawing_order(fig, moving):
+        fig.draw_artist(artist)
+    _BLITS[fig] = (frame, background, moving, {**old_prints, **new_prints})
+    return True
 
 
 def _grow_to_fit(fig, tight) -> None:

@@ -111,6 +111,38 @@ def test_a_live_figure_redrawn_in_part_looks_like_one_drawn_in_full():
     assert (_pixels(part) == _pixels(viz.png(fig))).all()
 
 
+@pytest.mark.parametrize("mode", [viz.reading_mode, viz.lecture_mode])
+def test_axes_that_rescale_are_redrawn_alone_and_look_as_in_a_full_drawing(mode):
+    """Left: a histogram-like line whose limits follow the data. Right: fixed limits, a moving
+    line and title. A move redraws the left axes (its ticks changed) but not the right one."""
+    mode()
+    x = np.linspace(-1, 1, 50)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3))
+    (grows,) = left.plot(x, x)
+    (moves,) = right.plot(x, x)
+    right.set(xlim=(-1, 1), ylim=(-10, 10), xlabel="fixed")
+    fig.subplots_adjust(wspace=0.4)        # apart: the left axes' tick labels stay off the right's
+
+    def update(a=1.0):
+        grows.set_data(a * x, a * x ** 2)
+        left.relim()
+        left.autoscale_view()
+        moves.set_ydata(a * x)
+        right.set_title(f"a = {a:g}")
+    viz.live(fig, update)
+    viz.png(fig)
+    drawn = []
+    right_draw = right.draw
+    right.draw = lambda renderer: (drawn.append(renderer), right_draw(renderer))[1]
+    for a in (2.0, 5.0, 0.5, 9.0):        # the first move draws in full, later ones in part
+        viz.update(fig, a=a)
+        part = viz.png(fig)
+    assert len(drawn) == 1                 # the right axes: only in the first move's full drawing
+    del right.draw
+    viz._BLITS.pop(fig)
+    assert (_pixels(part) == _pixels(viz.png(fig))).all()
+
+
 def test_interactive_refuses_a_figure_that_is_not_live():
     def plain():
         return plt.figure()
