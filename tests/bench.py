@@ -4,9 +4,9 @@ A benchmark, never a test: it measures and prints, and fails only if a notebook 
 absolute figure comes with a ratio to a reference measured in the same run, so that two machines
 (or one machine under different load) can be compared:
 - a widget callback's median time (build + draw, Agg) against drawing a plain one-line figure of
-  the lesson's size the same way, and the median time of a control's move on a live figure
-  (normlib.viz.interactive: update in place, draw once to PNG), the kernel's share of what the
-  browser test (tests/e2e/test_jupyterlab.py) measures from key press to new plot;
+  the lesson's size the same way; and the median time of a move of each displayed widget's first
+  control by one step, as the browser test (tests/e2e/test_jupyterlab.py) presses a key: the
+  kernel's share of what that test measures from key press to new plot;
 - a notebook's cell time (the sum of its cells' execution times, as nbval runs them: one kernel,
   one notebook at a time) against one training step of a fixed small model (a 12-layer
   TinyTransformerLM, forward and backward, one thread), the kind of work the lessons do.
@@ -19,9 +19,11 @@ from __future__ import annotations
 import contextlib
 import datetime
 import io
+import math
 import os
 import pathlib
 import platform
+import re
 import statistics
 import sys
 import tempfile
@@ -30,6 +32,7 @@ import time
 import matplotlib
 
 matplotlib.use("Agg")
+import ipywidgets as widgets  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import torch  # noqa: E402
@@ -37,7 +40,6 @@ from nbclient import NotebookClient  # noqa: E402
 from test_widgets import NOTEBOOKS, ROOT, call_and_draw, callbacks, widget_notebooks  # noqa: E402
 
 import normlib as nl  # noqa: E402
-from normlib import viz  # noqa: E402
 from normlib.viz import reading_mode  # noqa: E402
 
 
@@ -86,9 +88,8 @@ def reference_step() -> float:
     return median_seconds(step, 20)
 
 
-def widget_rows(ref_fig: float) -> list[tuple[str, float, float, float | None]]:
-    """Per callback: (name, build ms, build / one-line figure, move ms). A move is what a control
-    does to a live figure (normlib.viz.interactive): its update, then one drawing to PNG."""
+def widget_rows(ref_fig: float) -> list[tuple[str, float, float]]:
+    """Per callback: (name, build ms, build / one-line figure): the widget's first drawing."""
     rows = []
     reading_mode()
     for path in widget_notebooks():
@@ -98,16 +99,64 @@ def widget_rows(ref_fig: float) -> list[tuple[str, float, float, float | None]]:
                     call_and_draw(fn)
                 plt.close("all")
             t = median_seconds(call, 5)
-            move = None
+            rows.append((f"{path.relative_to(ROOT / 'notebooks')}:{name}", t, t / ref_fig))
+    return rows
+
+
+def shown_widgets(path: pathlib.Path) -> list[tuple[str, object]]:
+    """(callback name, widget) for each ``nl.viz.interactive`` widget the notebook displays: its
+    setup and callback cells run, then the cells that display widgets, with ``display`` caught."""
+    nb = nbformat.read(path, as_version=4)
+    shown: list = []
+    ns: dict = {"__name__": "__notebook__", "display": shown.append}
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", []) if cell.cell_type == "code" else []
+        if "setup" in tags or "callback" in tags or (
+                cell.cell_type == "code" and "nl.viz.interactive(" in cell.source):
             with contextlib.redirect_stdout(io.StringIO()):
-                fig = fn()
-                if fig in viz._UPDATES:
-                    def redraw(fig=fig):
-                        viz.update(fig)
-                        viz.png(fig)
-                    move = median_seconds(redraw, 9)
+                exec(compile(cell.source, path.name, "exec"), ns)
+            ns["display"] = shown.append                   # a setup cell may import display
+    names = [name for c in nb.cells if c.cell_type == "code"
+             for name in re.findall(r"nl\.viz\.interactive\(\s*(\w+)", c.source)]
+    return list(zip(names, shown, strict=True))
+
+
+def one_step(control, forward: bool):
+    """The value one key press gives ``control``: the next option (dropdown, toggle, selection
+    slider), or one step up or down (slider; down at the top, up at the bottom)."""
+    if hasattr(control, "options"):
+        values = [o[1] if isinstance(o, tuple) else o for o in control.options]
+        return values[(values.index(control.value) + 1) % len(values)]
+    if isinstance(control, widgets.FloatLogSlider):
+        exponent = math.log(control.value, control.base)
+        up = forward and exponent + control.step <= control.max or exponent - control.step < control.min
+        return control.base ** (exponent + (control.step if up else -control.step))
+    up = forward and control.value + control.step <= control.max or control.value - control.step < control.min
+    return control.value + (control.step if up else -control.step)
+
+
+def move_rows(ref_fig: float) -> list[tuple[str, float, float]]:
+    """Per displayed widget: (name, median ms of a move, / one-line figure). A move is what the
+    browser test does (tests/e2e): one key press on the widget's first control, alternately up and
+    down, and what the kernel does for it (the figure's update, one drawing to PNG, the new image
+    put in the widget's output). Axes that rescale make a move cost more than a step that leaves
+    the limits in place."""
+    rows = []
+    reading_mode()
+    for path in widget_notebooks():
+        for name, box in shown_widgets(path):
+            control = box.children[0]
+            times = []
+            for i in range(10):
+                value = one_step(control, forward=i % 2 == 0)
+                start = time.perf_counter()
+                with contextlib.redirect_stdout(io.StringIO()):
+                    control.value = value
+                times.append(time.perf_counter() - start)
+            t = statistics.median(times[1:])                       # the first move warms caches
+            rows.append((f"{path.relative_to(ROOT / 'notebooks')}:{name} ({control.description})",
+                         t, t / ref_fig))
             plt.close("all")
-            rows.append((f"{path.relative_to(ROOT / 'notebooks')}:{name}", t, t / ref_fig, move))
     return rows
 
 
@@ -155,10 +204,14 @@ def main(argv: list[str]) -> None:
           f"12-layer TinyTransformerLM in {ref_step * 1e3:.1f} ms\n")
     rows = widget_rows(ref_fig)
     width = max(len(r[0]) for r in rows)
-    print(f"{'widget callback (build + draw)':{width}s}  median ms  x one-line figure  move ms")
-    for name, t, ratio, move in rows:
-        moved = f"{move * 1e3:7.1f}" if move is not None else "      -"
-        print(f"{name:{width}s}  {t * 1e3:9.1f}  {ratio:17.1f}  {moved}")
+    print(f"{'widget callback: first drawing (build + draw)':{width}s}  median ms  x one-line figure")
+    for name, t, ratio in rows:
+        print(f"{name:{width}s}  {t * 1e3:9.1f}  {ratio:17.1f}")
+    rows = move_rows(ref_fig)
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'widget: a move of its first control':{width}s}  median ms  x one-line figure")
+    for name, t, ratio in rows:
+        print(f"{name:{width}s}  {t * 1e3:9.1f}  {ratio:17.1f}")
     print(f"\n{'notebook':44s}  cell time s  wall s  cell time in reference steps")
     total = 0.0
     for path in paths:
