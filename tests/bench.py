@@ -37,7 +37,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import torch  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
-from test_widgets import NOTEBOOKS, ROOT, call_and_draw, callbacks, widget_notebooks  # noqa: E402
+from test_widgets import (  # noqa: E402
+    NOTEBOOKS,
+    ROOT,
+    call_and_draw,
+    callbacks,
+    run_widget_cells,
+    widget_notebooks,
+)
 
 import normlib as nl  # noqa: E402
 from normlib.viz import reading_mode  # noqa: E402
@@ -106,33 +113,28 @@ def widget_rows(ref_fig: float) -> list[tuple[str, float, float]]:
 def shown_widgets(path: pathlib.Path) -> list[tuple[str, object]]:
     """(callback name, widget) for each ``nl.viz.interactive`` widget the notebook displays: its
     setup and callback cells run, then the cells that display widgets, with ``display`` caught."""
-    nb = nbformat.read(path, as_version=4)
     shown: list = []
     ns: dict = {"__name__": "__notebook__", "display": shown.append}
-    for cell in nb.cells:
-        tags = cell.metadata.get("tags", []) if cell.cell_type == "code" else []
-        if "setup" in tags or "callback" in tags or (
-                cell.cell_type == "code" and "nl.viz.interactive(" in cell.source):
-            with contextlib.redirect_stdout(io.StringIO()):
-                exec(compile(cell.source, path.name, "exec"), ns)
+    names = []
+    with contextlib.redirect_stdout(io.StringIO()):
+        for cell, _ in run_widget_cells(path, ns, also=lambda c: "nl.viz.interactive(" in c.source):
+            names += re.findall(r"nl\.viz\.interactive\(\s*(\w+)", cell.source)
             ns["display"] = shown.append                   # a setup cell may import display
-    names = [name for c in nb.cells if c.cell_type == "code"
-             for name in re.findall(r"nl\.viz\.interactive\(\s*(\w+)", c.source)]
     return list(zip(names, shown, strict=True))
 
 
 def one_step(control, forward: bool):
     """The value one key press gives ``control``: the next option (dropdown, toggle, selection
-    slider), or one step up or down (slider; down at the top, up at the bottom)."""
+    slider), or one step up or down (slider; down at the top, up at the bottom; a log slider steps
+    its exponent)."""
     if hasattr(control, "options"):
         values = [o[1] if isinstance(o, tuple) else o for o in control.options]
         return values[(values.index(control.value) + 1) % len(values)]
-    if isinstance(control, widgets.FloatLogSlider):
-        exponent = math.log(control.value, control.base)
-        up = forward and exponent + control.step <= control.max or exponent - control.step < control.min
-        return control.base ** (exponent + (control.step if up else -control.step))
-    up = forward and control.value + control.step <= control.max or control.value - control.step < control.min
-    return control.value + (control.step if up else -control.step)
+    log = isinstance(control, widgets.FloatLogSlider)
+    at = math.log(control.value, control.base) if log else control.value
+    up = forward and at + control.step <= control.max or at - control.step < control.min
+    at += control.step if up else -control.step
+    return control.base ** at if log else at
 
 
 def move_rows(ref_fig: float) -> list[tuple[str, float, float]]:

@@ -35,18 +35,27 @@ def _tagged(nb, tag):
     return [c for c in nb.cells if c.cell_type == "code" and tag in c.metadata.get("tags", [])]
 
 
-def callbacks(path):
-    """(name, function) for each function defined by the notebook's ``callback`` cells."""
+def run_widget_cells(path, ns: dict, also=lambda cell: False):
+    """Run the notebook's ``setup`` and ``callback`` cells, and the code cells ``also`` accepts,
+    in order in the namespace ``ns``; yield each cell after it ran, with the names it defined."""
     nb = nbformat.read(path, as_version=4)
-    ns: dict = {"__name__": "__notebook__"}
-    found = []
     for cell in nb.cells:
-        tags = cell.metadata.get("tags", []) if cell.cell_type == "code" else []
-        if "setup" in tags or "callback" in tags:
+        if cell.cell_type != "code":
+            continue
+        tags = cell.metadata.get("tags", [])
+        if "setup" in tags or "callback" in tags or also(cell):
             before = set(ns)
             exec(compile(cell.source, f"{path.name}", "exec"), ns)
-            if "callback" in tags:
-                found += [(n, ns[n]) for n in ns.keys() - before if inspect.isfunction(ns[n])]
+            yield cell, ns.keys() - before
+
+
+def callbacks(path):
+    """(name, function) for each function defined by the notebook's ``callback`` cells."""
+    ns: dict = {"__name__": "__notebook__"}
+    found = []
+    for cell, defined in run_widget_cells(path, ns):
+        if "callback" in cell.metadata.get("tags", []):
+            found += [(n, ns[n]) for n in defined if inspect.isfunction(ns[n])]
     return sorted(found, key=lambda item: item[0])
 
 
