@@ -46,7 +46,7 @@ lab: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
 
 lint: setup
-	$(VENV)/bin/ruff check normlib tests notebooks slides
+	$(VENV)/bin/ruff check normlib tools tests notebooks
 
 pytest: setup
 	$(PY) -m pytest tests -n $(NBVAL_WORKERS)
@@ -59,9 +59,9 @@ test-portable: setup
 	$(PORTABLE_ENV) $(PY) -m pytest $(NBVAL) notebooks
 
 # Speed is measured, never asserted: widget callbacks and notebook cell times, each beside a
-# reference measured in the same run (tests/bench.py). All notebooks, or: make bench NB=notebooks/04_*.ipynb
+# reference measured in the same run (tools/bench.py). All notebooks, or: make bench NB=notebooks/04_*.ipynb
 bench: setup
-	$(PY) tests/bench.py $(if $(filter command line,$(origin NB)),$(NB))
+	$(PY) tools/bench.py $(if $(filter command line,$(origin NB)),$(NB))
 
 test: check-exercises check-translations lint pytest nbval
 
@@ -72,11 +72,11 @@ execute: setup
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.timeout=300 $(NB)
 
-# Lesson 04's warmup explorer browses 96 cached training runs, notebooks/data/warmup_grid.json
-# (normlib/warmup_grid.py); this recomputes them, about two minutes of CPU on one thread.
+# Lesson 04's warmup explorer browses 96 cached training runs, normlib/data/warmup_grid.json
+# (tools/warmup_grid.py); this recomputes them, about two minutes of CPU on one thread.
 .PHONY: warmup-grid
 warmup-grid: setup
-	$(PY) -m normlib.warmup_grid
+	$(PY) -m tools.warmup_grid
 
 # Hand-implementation practice (README, "Practice"). `exercises` copies the practice notebooks
 # into the git-ignored workspace/ (the Chinese ones, notebooks/zh/exercises/, into workspace/zh/)
@@ -92,10 +92,10 @@ practice: exercises
 	$(VENV)/bin/jupyter lab --notebook-dir=workspace $(ROOT_FLAG)
 
 generate-exercises: setup
-	$(PY) -m normlib.exercises.generate --execute
+	$(PY) -m tools.generate_exercises --execute
 
 check-exercises: setup
-	$(PY) -m normlib.exercises.generate --check
+	$(PY) -m tools.generate_exercises --check
 
 # The Chinese edition (README.zh-CN.md): notebooks/zh/ is generated from the English notebooks and
 # the translation files in notebooks/zh/_translations/. `translations` regenerates it (after the
@@ -103,10 +103,10 @@ check-exercises: setup
 # English markdown cell has no translation or changed since it was translated, naming notebook and cell.
 .PHONY: translations check-translations
 translations: setup
-	$(PY) -m normlib.translations --write
+	$(PY) -m tools.translations --write
 
 check-translations: setup
-	$(PY) -m normlib.translations --check
+	$(PY) -m tools.translations --check
 
 # Browser test (README, "Browser test"): every notebook in JupyterLab, driven in Debian's Chromium
 # (`chromium` on PATH; skipped without it, a failure when CI=true), and every slide deck offline.
@@ -118,13 +118,13 @@ e2e: setup slides
 	E2E=1 $(PY) -m pytest tests/e2e -v --timeout 900 -n $(E2E_WORKERS)
 
 # reveal.js decks of the lessons in build/slides/, viewable offline (README, "Presenting"). The
-# scripts, styles and fonts come from the npm packages locked in slides/package-lock.json.
-SLIDES_NPM := slides/node_modules/.package-lock.json
+# scripts, styles and fonts come from the npm packages locked in tools/slides/package-lock.json.
+SLIDES_NPM := tools/slides/node_modules/.package-lock.json
 slides: setup $(SLIDES_NPM)
-	$(PY) slides/build.py --out build/slides
+	$(PY) tools/build_slides.py --out build/slides
 
-$(SLIDES_NPM): slides/package.json slides/package-lock.json
-	cd slides && npm ci --no-audit --no-fund
+$(SLIDES_NPM): tools/slides/package.json tools/slides/package-lock.json
+	cd tools/slides && npm ci --no-audit --no-fund
 	touch $@
 
 clean:

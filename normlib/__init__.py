@@ -10,6 +10,8 @@ extension), attention (MHA, GQA, MQA), kv_cache (a KV cache for decoding), model
 
 import importlib
 
+__version__ = "0.2.0"
+
 from .activations import (
     ACTIVATIONS,
     GLU_VARIANTS,
@@ -51,6 +53,7 @@ from .schedules import cosine_with_warmup, inverse_sqrt, linear_warmup
 from .train import lm_loss, train_ensemble, train_lm
 
 __all__ = [
+    "__version__",
     "ACTIVATIONS", "GLU_VARIANTS", "FeedForward", "GLUFeedForward", "activation", "gelu",
     "glu_variant", "leaky_relu", "llama_ffn_hidden_dim", "relu", "silu", "swish",
     "MultiHeadAttention", "attention", "repeat_kv", "KVCache", "kv_cache_bytes",

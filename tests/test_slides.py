@@ -1,4 +1,4 @@
-"""The lessons are ready to present: every cell states its slide type, slides/build.py honours the
+"""The lessons are ready to present: every cell states its slide type, tools/build_slides.py honours the
 `hide-input` tag and the "skip" slide type, and no markdown cell is too long for one slide.
 
 The decks themselves (built, opened offline in Chromium) are tested in tests/e2e/test_slides.py.
@@ -17,7 +17,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 MAX_WORDS = 250
 
-_spec = importlib.util.spec_from_file_location("slides_build", ROOT / "slides" / "build.py")
+_spec = importlib.util.spec_from_file_location("slides_build", ROOT / "tools" / "build_slides.py")
 build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(build)
 
@@ -48,7 +48,7 @@ def test_every_cell_has_a_slide_type(lesson):
                if "slide_type" not in c.metadata.get("slideshow", {})]
     assert not missing, (f"{lesson.name}: no slide type on {', '.join(missing)}; set them in "
                          f"JupyterLab (property inspector, Slide Type) or start from "
-                         f"`python slides/build.py --annotate {lesson.relative_to(ROOT)}`")
+                         f"`python tools/build_slides.py --annotate {lesson.relative_to(ROOT)}`")
     bad = [(c.get("id"), c.metadata.slideshow.slide_type) for c in nb.cells
            if c.metadata.slideshow.slide_type not in build.SLIDE_TYPES]
     assert not bad, f"{lesson.name}: slide types not in {sorted(build.SLIDE_TYPES)}: {bad}"

@@ -1,4 +1,4 @@
-"""The Chinese edition's generator and check (normlib.translations), on a small notebook tree in a
+"""The Chinese edition's generator and check (tools.translations), on a small notebook tree in a
 temporary folder: a good pair passes; a changed English cell, a missing block, an out-of-date
 generated notebook, an avoided glossary variant and an unlisted untranslated notebook each fail,
 naming the notebook and the cell."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from normlib.translations import Edition, Layout, main, parse, parse_glossary, sha12, skeleton
+from tools.translations import Edition, Layout, main, parse, parse_glossary, sha12, skeleton
 
 INTRO = "# 01 · LayerNorm\n\nSee [the next lesson](02_next.ipynb#2-·-Warmup-(why)) and [the README](../README.md)."
 BODY = "## 1 · Pre-LN and Post-LN\n\nThe norm goes before the sublayer."
@@ -130,7 +130,7 @@ def test_a_preferred_term_containing_a_variant_is_not_flagged():
     terms = parse_glossary(GLOSSARY + "| X | 后置归一化 | 置归一 |\n")
     edition_terms = {t.english: t for t in terms}
     assert edition_terms["Pre-Norm / Pre-LN"].avoid == ["前归一化", "预归一化"]
-    from normlib.translations import avoided_variants
+    from tools.translations import avoided_variants
     assert avoided_variants("后置归一化与前置归一化", terms) == []
     assert [v for v, _ in avoided_variants("预归一化", terms)] == ["预归一化"]
 

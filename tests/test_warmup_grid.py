@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from normlib import warmup_grid as wg
+from tools import warmup_grid as tg
 
 
 @pytest.fixture(scope="module")
@@ -17,13 +18,13 @@ def grid():
 
 def test_the_file_records_the_settings_it_was_made_with(grid):
     raw = json.loads(wg.PATH.read_text())
-    for key, value in wg.SETTINGS.items():
+    for key, value in tg.SETTINGS.items():
         assert raw[key] == value, f"{key}: the file has {raw[key]!r}, normlib {value!r}"
     assert set(raw["generated_with"]) == {"torch", "python", "cpu", "torch_threads"}
     assert all(isinstance(v, str | int) and v != "" for v in raw["generated_with"].values())
     assert "make warmup-grid" in raw["about"]
     assert 1.0 < raw["levels"]["entropy"] < raw["levels"]["unigram"] < raw["levels"]["log_V"]
-    S = wg.SETTINGS
+    S = tg.SETTINGS
     assert grid["losses"].shape == (len(S["placements"]), len(S["warmups"]), len(S["peak_lrs"]),
                                     len(S["seeds"]), S["steps"])
     finite = grid["losses"][torch.isfinite(grid["losses"])]
@@ -51,9 +52,9 @@ def test_index_final_loss_and_stalled(grid):
 
 def test_train_runs_rejects_bad_arguments():
     with pytest.raises(ValueError, match="placement must be one of"):
-        wg.train_runs("sandwich", [(0, 1e-2, 0)])
+        tg.train_runs("sandwich", [(0, 1e-2, 0)])
     with pytest.raises(ValueError, match="runs must be a non-empty"):
-        wg.train_runs("post", [])
+        tg.train_runs("post", [])
 
 
 @pytest.fixture
@@ -74,10 +75,10 @@ def test_a_retrained_slice_matches_the_file(grid, one_thread):
     1e-3 at step 28 and by up to 0.28 nats a step later (its final loss 2.39 instead of 2.51):
     training is chaotic, so after step 20 only the outcome is compared.
     """
-    S = wg.SETTINGS
+    S = tg.SETTINGS
     post, lr, seed = S["placements"].index("post"), S["peak_lrs"].index(1e-2), S["seeds"].index(0)
     stored = grid["losses"][post, [S["warmups"].index(0), S["warmups"].index(40)], lr, seed]
-    fresh = wg.train_runs("post", [(0, 1e-2, 0), (40, 1e-2, 0)])                   # (2, steps)
+    fresh = tg.train_runs("post", [(0, 1e-2, 0), (40, 1e-2, 0)])                   # (2, steps)
     torch.testing.assert_close(fresh[0], stored[0], rtol=0, atol=1e-3)             # the stall
     torch.testing.assert_close(fresh[1, :20], stored[1, :20], rtol=0, atol=1e-3)
     unigram = grid["levels"]["unigram"]

@@ -76,7 +76,7 @@ def zh_deck():
     out = SLIDES / "zh"
     deck = out / f"{ZH_DECK.stem}.slides.html"
     if not deck.exists() or deck.stat().st_mtime < ZH_DECK.stat().st_mtime:
-        subprocess.run([sys.executable, str(ROOT / "slides" / "build.py"), "--out", str(out),
+        subprocess.run([sys.executable, str(ROOT / "tools" / "build_slides.py"), "--out", str(out),
                         str(ZH_DECK)], check=True)
     return deck
 

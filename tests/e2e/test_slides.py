@@ -32,7 +32,7 @@ def decks():
     missing = [p for p in LESSONS if not (SLIDES / f"{p.stem}.slides.html").exists()
                or (SLIDES / f"{p.stem}.slides.html").stat().st_mtime < p.stat().st_mtime]
     if missing:
-        subprocess.run([sys.executable, str(ROOT / "slides" / "build.py"), "--out", str(SLIDES)],
+        subprocess.run([sys.executable, str(ROOT / "tools" / "build_slides.py"), "--out", str(SLIDES)],
                        check=True)
     return SLIDES
 

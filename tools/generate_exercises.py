@@ -17,9 +17,9 @@ generated with; a notebook whose sources no longer match that record was edited 
 the generator moves it into ``workspace/`` (under a free name) before writing the new one, so work
 typed there is never lost.
 
-    python -m normlib.exercises.generate             # rewrite the learner notebooks that changed
-    python -m normlib.exercises.generate --execute   # ... and execute them (outputs for nbval)
-    python -m normlib.exercises.generate --check     # exit 1 if any is out of date (make test)
+    python -m tools.generate_exercises             # rewrite the learner notebooks that changed
+    python -m tools.generate_exercises --execute   # ... and execute them (outputs for nbval)
+    python -m tools.generate_exercises --check     # exit 1 if any is out of date (make test)
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import nbformat
 
 __all__ = ["strip_solutions", "learner_notebook", "out_of_date", "edited", "generate", "main"]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 EXERCISES_DIR = Path("notebooks") / "exercises"
 MARKERS = {"### BEGIN SOLUTION": "solution", "### BEGIN HIDDEN TESTS": "hidden"}
 ENDS = {"solution": "### END SOLUTION", "hidden": "### END HIDDEN TESTS"}
@@ -45,7 +45,7 @@ WORKSPACE = Path("workspace")
 BANNER = ("> **Read-only here: run `make exercises` and solve this in your copy in `workspace/`.**\n"
           ">\n"
           "> **Practice notebook**, generated from `notebooks/exercises/solutions/{name}` by "
-          "`python -m normlib.exercises.generate` (edit the solution notebook, not this file). "
+          "`python -m tools.generate_exercises` (edit the solution notebook, not this file). "
           "Work in your own copy: `make exercises` puts one in `workspace/`, which updates of the "
           "collection never overwrite, and `make practice` opens JupyterLab there. Stuck? The "
           "solution notebook has the answer.")
@@ -174,7 +174,7 @@ def generate(root: Path = ROOT) -> list[Path]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m normlib.exercises.generate",
+    parser = argparse.ArgumentParser(prog="python -m tools.generate_exercises",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if any is out of date")
     parser.add_argument("--execute", action="store_true", help="execute the notebooks written")
@@ -187,7 +187,7 @@ def main(argv=None) -> int:
             print(f"out of date: {path}" + (" (edited by hand: `make generate-exercises` moves "
                                              "your version into workspace/ first)" if hand else ""))
         if stale:
-            print("Run `make generate-exercises` (python -m normlib.exercises.generate --execute).")
+            print("Run `make generate-exercises` (python -m tools.generate_exercises --execute).")
             return 1
         print("learner notebooks are up to date")
         return 0

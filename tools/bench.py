@@ -11,7 +11,7 @@ absolute figure comes with a ratio to a reference measured in the same run, so t
   one notebook at a time) against one training step of a fixed small model (a 12-layer
   TinyTransformerLM, forward and backward, one thread), the kind of work the lessons do.
 
-    python tests/bench.py [notebook ...]        (default: every lesson and practice notebook)
+    python tools/bench.py [notebook ...]        (default: every lesson and practice notebook)
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import torch  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
+
+# A move is made as tests/test_widgets.py makes it: one loop for both.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
 from test_widgets import (  # noqa: E402
     NOTEBOOKS,
     ROOT,

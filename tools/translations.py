@@ -1,8 +1,8 @@
 """The Chinese edition (notebooks/zh/): generated from the English notebooks and translation files.
 
-    python -m normlib.translations --write           # regenerate every Chinese notebook
-    python -m normlib.translations --check           # fail when anything is out of step
-    python -m normlib.translations --stale [NB ...]  # what needs (re)translation, with the English
+    python -m tools.translations --write           # regenerate every Chinese notebook
+    python -m tools.translations --check           # fail when anything is out of step
+    python -m tools.translations --stale [NB ...]  # what needs (re)translation, with the English
 
 English notebook ``notebooks/NAME.ipynb`` -> ``notebooks/zh/NAME.ipynb`` (practice notebooks:
 ``notebooks/exercises/NAME.ipynb`` -> ``notebooks/zh/exercises/NAME.ipynb``), made from the English
@@ -319,7 +319,7 @@ class Edition:
             if block.sha != sha12(cell.source):
                 out.append(f"{where}: stale translation: the English changed since it was "
                            f"translated (sha {block.sha} in the block, {sha12(cell.source)} now); "
-                           "`python -m normlib.translations --stale` shows the English")
+                           "`python -m tools.translations --stale` shows the English")
             if not block.text.strip():
                 out.append(f"{where}: empty translation")
             en, zh = headings(cell.source), headings(block.text)
@@ -454,7 +454,7 @@ def _pending_note(layout: Layout) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m normlib.translations", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m tools.translations", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", action="store_true", help="regenerate the Chinese notebooks")

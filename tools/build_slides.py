@@ -1,7 +1,7 @@
 """Build reveal.js slide decks of the lessons that need no internet connection (`make slides`).
 
-    python slides/build.py [--out build/slides] [NOTEBOOK ...]   # decks; default notebooks/*.ipynb
-    python slides/build.py --annotate NOTEBOOK ...               # write default slide types into cells
+    python tools/build_slides.py [--out build/slides] [NOTEBOOK ...]   # decks; default notebooks/*.ipynb
+    python tools/build_slides.py --annotate NOTEBOOK ...               # write default slide types into cells
 
 Slide types. Each cell's ``metadata.slideshow.slide_type`` says where it goes, as in JupyterLab's
 property inspector (right sidebar, gear icon, "Slide Type"): "slide" starts a slide, "subslide" a
@@ -29,8 +29,8 @@ Widgets. A deck is static HTML, executed when the notebook was last saved. Each 
 replaced by what its Output widget showed then (the plot, as an image) and a line naming the controls
 and their values; live controls need JupyterLab.
 
-Offline. Every script, style and font comes from the npm packages pinned in slides/package.json and
-package-lock.json (reveal.js, require.js, jQuery, MathJax 2; ``npm ci`` in slides/ installs them),
+Offline. Every script, style and font comes from the npm packages pinned in tools/slides/package.json and
+package-lock.json (reveal.js, require.js, jQuery, MathJax 2; ``npm ci`` in tools/slides/ installs them),
 copied into ``<out>/assets/``, or from nbconvert (its JupyterLab styles, inlined). The build refuses a
 deck that would load anything from another host, and tests/e2e/test_slides.py opens every deck with
 each request that leaves the machine refused. Open ``<out>/index.html`` in a browser, or serve the
@@ -56,8 +56,8 @@ from traitlets.config import Config
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
-NODE_MODULES = HERE / "node_modules"
-TEMPLATES = HERE / "templates"
+NODE_MODULES = HERE / "slides" / "node_modules"
+TEMPLATES = HERE / "slides" / "templates"
 SLIDE_TYPES = {"slide", "subslide", "fragment", "skip", "notes", "-"}
 HIDE_INPUT = "hide-input"  # cell tag: the deck shows the cell's outputs, not its code
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -273,7 +273,7 @@ def remote_loads(page: str) -> list[str]:
 
 
 def copy_assets(out: pathlib.Path) -> None:
-    """Copy what the decks load from slides/node_modules into ``out/assets``."""
+    """Copy what the decks load from tools/slides/node_modules into ``out/assets``."""
     if not NODE_MODULES.is_dir():
         raise SystemExit(f"{NODE_MODULES} is missing: run `make slides` "
                          f"(or `npm ci` in {HERE}) to install the slide assets")
