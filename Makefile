@@ -86,7 +86,7 @@ warmup-grid: setup
 # is out of date.
 .PHONY: exercises practice generate-exercises check-exercises
 exercises: setup
-	$(PY) -m normlib.exercises.workspace
+	$(PY) -m tools.workspace
 
 practice: exercises
 	$(VENV)/bin/jupyter lab --notebook-dir=workspace $(ROOT_FLAG)

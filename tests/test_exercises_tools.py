@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from normlib import exercises as ex
-from normlib.exercises import drill, workspace
+from normlib.exercises import drill
+from tools import workspace
 from tools import generate_exercises as generate
 
 ROOT = Path(__file__).resolve().parents[1]

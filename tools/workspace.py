@@ -1,6 +1,6 @@
 """Copy the practice notebooks into your own folder, never overwriting what is there.
 
-``make exercises`` runs ``python -m normlib.exercises.workspace``: every notebook in
+``make exercises`` runs ``python -m tools.workspace``: every notebook in
 notebooks/exercises/ (the learner versions and the drill, not the solutions) is copied into the
 git-ignored ``workspace/``, and every Chinese practice notebook in notebooks/zh/exercises/ into
 ``workspace/zh/``, with its outputs cleared and made editable again (the originals are
@@ -18,7 +18,7 @@ import nbformat
 
 __all__ = ["copy_exercises", "editions", "main"]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _clean(path: Path) -> nbformat.NotebookNode:
@@ -71,7 +71,7 @@ def editions(root: Path = ROOT, dest: Path | None = None) -> list[tuple[Path, Pa
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m normlib.exercises.workspace",
+    parser = argparse.ArgumentParser(prog="python -m tools.workspace",
                                      description="Copy the practice notebooks into workspace/ "
                                                  "(the Chinese ones into workspace/zh/).")
     parser.add_argument("--source", type=Path,
