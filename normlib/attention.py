@@ -21,17 +21,18 @@ import math
 import torch
 from torch import nn
 
-from ._checks import check_choice, check_int, check_tensor, compute_dtype
+from ._checks import check_choice, check_int, check_number, check_tensor, compute_dtype
 from .kv_cache import KVCache
-from .rope import ROPE_LAYOUTS, apply_rope
+from .rope import ROPE_LAYOUTS, apply_rope, rope_cos_sin, rope_frequencies, rotate
 
 __all__ = ["attention", "repeat_kv", "MultiHeadAttention"]
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = True,
               rope: str | None = None, offset: int = 0) -> torch.Tensor:
-    """Scaled dot-product attention; equals ``F.scaled_dot_product_attention`` when rope is None
-    and offset is 0.
+    """Scaled dot-product attention; equals ``F.scaled_dot_product_attention(q, k, v,
+    is_causal=causal)`` when rope is None and offset is 0. ``causal`` defaults to True (a decoder's
+    self-attention), where torch's ``is_causal`` defaults to False.
 
     Args:
         q: (B, H, T, D) queries; k: (B, H, S, D) keys; v: (B, H, S, Dv) values.
@@ -56,7 +57,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     T, S, D = q.shape[-2], k.shape[-2], q.shape[-1]
     if rope is not None:
         check_choice("attention", "rope", rope, ROPE_LAYOUTS)
-        q_positions = None if offset == 0 else torch.arange(offset, offset + T, device=q.device)
+        q_positions = torch.arange(offset, offset + T, device=q.device)          # (T,)
         q, k = apply_rope(q, q_positions, layout=rope), apply_rope(k, layout=rope)
     dtype = compute_dtype(q)
     scores = q.to(dtype) @ k.to(dtype).transpose(-2, -1) / math.sqrt(D)       # (B, H, T, S)
@@ -87,16 +88,24 @@ class MultiHeadAttention(nn.Module):
         d_model: width C; n_heads: H, divides d_model (head dim D = C / H).
         n_kv_heads: H_kv key/value heads, divides n_heads; None means n_heads (MHA). k_proj and
             v_proj map C to H_kv * D; H_kv = 1 is multi-query attention.
-        rope: rotate q and k per head with the "half" layout (HF LLaMA), base 10,000.
+        rope: rotate q and k per head with the "half" layout (HF LLaMA).
+        rope_base: RoPE's frequency base (10,000; LLaMA 3: 500,000). The frequencies are a
+            non-persistent buffer ``inv_freq`` (D/2,) (HF's name): float32, float64 in a float64
+            module, and never rounded to half precision by ``.to(torch.bfloat16)``.
         causal: mask future positions.
-    ``forward(x, cache=None)``: x (B, T, C) -> (B, T, C). With a ``KVCache`` the T new tokens
-    sit at positions cache.seq_len .. cache.seq_len + T - 1: their keys are rotated there, appended
-    to the cache (before ``repeat_kv``, so the cache holds H_kv heads), and the queries attend to
-    every cached key up to their own position.
+        device, dtype: of the parameters, as every torch module's factory kwargs.
+    ``forward(x, cache=None, position_embeddings=None)``: x (B, T, C) -> (B, T, C). With a
+    ``KVCache`` the T new tokens sit at positions cache.seq_len .. cache.seq_len + T - 1: their
+    keys are rotated there, appended to the cache (before ``repeat_kv``, so the cache holds H_kv
+    heads), and the queries attend to every cached key up to their own position.
+    ``position_embeddings``: the (cos, sin) of those positions, (T, D/2) each, from
+    ``rope_cos_sin``; a model computes them once per forward pass for all its layers (as HF's
+    LLaMA does); None computes them here.
     """
 
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None, *,
-                 rope: bool = False, causal: bool = True):
+                 rope: bool = False, rope_base: float = 10000.0, causal: bool = True,
+                 device=None, dtype=None):
         super().__init__()
         fn = "MultiHeadAttention"
         check_int(fn, "d_model", d_model, minimum=1)
@@ -115,17 +124,45 @@ class MultiHeadAttention(nn.Module):
         if rope and head_dim % 2:
             raise ValueError(f"{fn}: RoPE needs an even head_dim, "
                              f"got d_model // n_heads = {head_dim}")
+        check_number(fn, "rope_base", rope_base, positive=True)
         self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, head_dim
-        self.rope, self.causal = rope, causal
-        self.q_proj = nn.Linear(d_model, d_model, bias=False)
-        self.k_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=False)
-        self.v_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=False)
-        self.o_proj = nn.Linear(d_model, d_model, bias=False)
+        self.rope, self.rope_base, self.causal = rope, float(rope_base), causal
+        factory = {"device": device, "dtype": dtype}
+        self.q_proj = nn.Linear(d_model, d_model, bias=False, **factory)
+        self.k_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=False, **factory)
+        self.v_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=False, **factory)
+        self.o_proj = nn.Linear(d_model, d_model, bias=False, **factory)
+        wide = (dtype or torch.get_default_dtype()) == torch.float64
+        self.register_buffer("inv_freq", self._frequencies(wide, device) if rope else None,
+                             persistent=False)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+    def _frequencies(self, wide: bool, device) -> torch.Tensor:
+        return rope_frequencies(self.head_dim, self.rope_base, device=device,
+                                dtype=torch.float64 if wide else torch.float32)   # (D/2,)
+
+    def _apply(self, fn, recurse=True):
+        # inv_freq is a constant, not a weight: after .to / .double() / .half() it is recomputed
+        # in float64 for a float64 module and in float32 otherwise, never rounded to half.
+        super()._apply(fn, recurse)
+        if self.inv_freq is not None:
+            self.inv_freq = self._frequencies(self.inv_freq.dtype == torch.float64,
+                                              self.inv_freq.device)
+        return self
+
+    def rope_cos_sin(self, positions: torch.Tensor,
+                     dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+        """(cos, sin) of the RoPE angles at ``positions`` (T,), (T, D/2) each in ``dtype``."""
+        return rope_cos_sin(self.inv_freq, positions, dtype)
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None,
+                position_embeddings: tuple[torch.Tensor, torch.Tensor] | None = None
+                ) -> torch.Tensor:
         if cache is not None and not isinstance(cache, KVCache):
             raise TypeError(f"MultiHeadAttention: cache must be a KVCache or None, "
                             f"got {type(cache).__name__}")
+        if position_embeddings is not None and not self.rope:
+            raise ValueError("MultiHeadAttention: position_embeddings (RoPE's cos, sin) need "
+                             "rope=True, got them with rope=False")
         B, T, C = x.shape
         H, H_kv, D = self.n_heads, self.n_kv_heads, self.head_dim
         q = self.q_proj(x).view(B, T, H, D).transpose(1, 2)                   # (B, H, T, D)
@@ -133,8 +170,11 @@ class MultiHeadAttention(nn.Module):
         v = self.v_proj(x).view(B, T, H_kv, D).transpose(1, 2)                # (B, H_kv, T, D)
         offset = 0 if cache is None else cache.seq_len
         if self.rope:                      # rotate at absolute positions, before caching
-            positions = None if offset == 0 else torch.arange(offset, offset + T, device=x.device)
-            q, k = apply_rope(q, positions, layout="half"), apply_rope(k, positions, layout="half")
+            if position_embeddings is None:
+                positions = torch.arange(offset, offset + T, device=x.device)  # (T,)
+                position_embeddings = self.rope_cos_sin(positions, compute_dtype(x))
+            cos, sin = position_embeddings                                     # (T, D/2) each
+            q, k = rotate(q, cos, sin, "half"), rotate(k, cos, sin, "half")
         if cache is not None:
             k, v = cache.update(k, v)                                          # (B, H_kv, S, D)
         k, v = repeat_kv(k, H // H_kv), repeat_kv(v, H // H_kv)                # (B, H, S, D)
@@ -142,5 +182,5 @@ class MultiHeadAttention(nn.Module):
         return self.o_proj(y.transpose(1, 2).reshape(B, T, C))                 # (B, T, C)
 
     def extra_repr(self) -> str:
-        return (f"n_heads={self.n_heads}, n_kv_heads={self.n_kv_heads}, rope={self.rope}, "
-                f"causal={self.causal}")
+        rope = f"rope={self.rope}" + (f", rope_base={self.rope_base:g}" if self.rope else "")
+        return f"n_heads={self.n_heads}, n_kv_heads={self.n_kv_heads}, {rope}, causal={self.causal}"

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import check_choice, check_int, check_number, check_tensor
+from ._checks import check_choice, check_int, check_number, check_tensor, compute_dtype
 
-__all__ = ["rope_frequencies", "apply_rope", "apply_rope_complex", "half_to_interleaved",
+__all__ = ["rope_frequencies", "rope_cos_sin", "rotate", "apply_rope", "apply_rope_complex", "half_to_interleaved",
            "rope_decay_bound", "ROPE_LAYOUTS"]
 
 ROPE_LAYOUTS = ("interleaved", "half")
@@ -29,24 +29,42 @@ ROPE_LAYOUTS = ("interleaved", "half")
 
 def rope_frequencies(head_dim: int, base: float = 10000.0, *, dtype: torch.dtype = torch.float32,
                      device=None) -> torch.Tensor:
-    """theta_i = base^(-2i / head_dim) for i = 0 .. head_dim/2 - 1: shape (D/2,), falling from 1."""
+    """theta_i = base^(-2i / head_dim) for i = 0 .. head_dim/2 - 1: shape (D/2,), falling from 1.
+
+    Computed in float64 on the CPU and rounded once to ``dtype`` on ``device`` (a float32 result
+    is within half an ulp of the exact value; HF's ``inv_freq``, a float32 pow, is within a few)."""
     check_int("rope_frequencies", "head_dim", head_dim, minimum=2)
     if head_dim % 2:
         raise ValueError(f"rope_frequencies: RoPE needs an even head_dim, got {head_dim}")
     check_number("rope_frequencies", "base", base, positive=True)
-    i = torch.arange(head_dim // 2, dtype=torch.float64, device=device)
-    return (base ** (-2 * i / head_dim)).to(dtype)
+    i = torch.arange(head_dim // 2, dtype=torch.float64)
+    return (base ** (-2 * i / head_dim)).to(device=device, dtype=dtype)
 
 
-def _angles(fn: str, x: torch.Tensor, positions, base: float, dtype, theta=None) -> torch.Tensor:
-    """m * theta_i for every position: (T, D/2) in ``dtype``."""
+def rope_cos_sin(theta: torch.Tensor, positions: torch.Tensor,
+                 dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of the angles m * theta_i, each (T, D/2) in ``dtype`` on theta's device.
+
+    A model computes them once per forward pass and hands them to every attention layer (HF's
+    ``position_embeddings``). The product is taken in ``dtype``: with float32 theta and integer
+    positions below 2^24 it is the exact product rounded once, as HF's float32 angles."""
+    angle = positions.to(dtype)[:, None] * theta.to(dtype)[None, :]           # (T, D/2)
+    return angle.cos(), angle.sin()
+
+
+def _check_x(fn: str, x: torch.Tensor) -> None:
     check_tensor(fn, "x", x)
-    check_number(fn, "base", base, positive=True)
     if x.dim() < 2:
         raise ValueError(f"{fn}: x must have shape (..., T, D), got {tuple(x.shape)}")
+    if x.shape[-1] % 2:
+        raise ValueError(f"{fn}: RoPE needs an even head_dim (last dim of x), got {x.shape[-1]}")
+
+
+def _cos_sin(fn: str, x: torch.Tensor, positions, base: float, theta=None):
+    """cos and sin of m * theta_i for x's rows, (T, D/2) each in x's computation dtype."""
+    _check_x(fn, x)
+    check_number(fn, "base", base, positive=True)
     T, D = x.shape[-2], x.shape[-1]
-    if D % 2:
-        raise ValueError(f"{fn}: RoPE needs an even head_dim (last dim of x), got {D}")
     if positions is None:
         positions = torch.arange(T, device=x.device)
     elif not isinstance(positions, torch.Tensor):
@@ -55,15 +73,39 @@ def _angles(fn: str, x: torch.Tensor, positions, base: float, dtype, theta=None)
     elif positions.shape != (T,):
         raise ValueError(f"{fn}: positions must have shape ({T},) to match T = x.shape[-2], "
                          f"got {tuple(positions.shape)}")
+    dtype = compute_dtype(x)
     if theta is None:
-        theta = rope_frequencies(D, base, dtype=torch.float64, device=x.device)
+        theta = rope_frequencies(D, base, dtype=dtype, device=x.device)
     else:
         check_tensor(fn, "theta", theta)
         if theta.shape != (D // 2,):
             raise ValueError(f"{fn}: theta must have shape ({D // 2},) = (head_dim / 2,), "
                              f"got {tuple(theta.shape)}")
-    # float64 product, one rounding to dtype: a float32 theta gives HF's float32 angles exactly
-    return (positions.to(torch.float64)[:, None] * theta.to(torch.float64)[None, :]).to(dtype)
+    return rope_cos_sin(theta, positions.to(x.device), dtype)
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+           layout: str = "interleaved") -> torch.Tensor:
+    """Rotate each feature pair of x (..., T, D) by the angles whose cos and sin are given, (T, D/2)
+    each (from ``rope_cos_sin``); computed in cos's dtype, returned in x's."""
+    check_choice("rotate", "layout", layout, ROPE_LAYOUTS)
+    _check_x("rotate", x)
+    T, D = x.shape[-2], x.shape[-1]
+    for name, t in (("cos", cos), ("sin", sin)):
+        check_tensor("rotate", name, t)
+        if t.shape != (T, D // 2):
+            raise ValueError(f"rotate: {name} must have shape (T, D/2) = ({T}, {D // 2}) for x "
+                             f"of shape {tuple(x.shape)}, got {tuple(t.shape)}")
+    xf = x.to(cos.dtype)
+    if layout == "interleaved":
+        x0, x1 = xf[..., 0::2], xf[..., 1::2]                                  # (..., T, D/2)
+        y = torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1)   # (..., T, D/2, 2)
+        y = y.flatten(-2)                                                       # (..., T, D)
+    else:
+        x1, x2 = xf[..., :D // 2], xf[..., D // 2:]                            # (..., T, D/2)
+        rotate_half = torch.cat((-x2, x1), dim=-1)                             # (..., T, D)
+        y = xf * torch.cat((cos, cos), -1) + rotate_half * torch.cat((sin, sin), -1)
+    return y.type_as(x)
 
 
 def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0,
@@ -78,23 +120,12 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
         theta: (D/2,) frequencies to use instead of base^(-2i/D), e.g. rescaled ones from
             ``normlib.rope_scaling`` (HF's ``inv_freq``); base is then unused.
     Returns:
-        (..., T, D) in x's dtype (fp16/bf16 are rotated in float32). Norms are preserved.
+        (..., T, D) in x's dtype (fp16/bf16 are rotated in float32, float64 in float64). Norms
+        are preserved.
     """
     check_choice("apply_rope", "layout", layout, ROPE_LAYOUTS)
-    dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-    angle = _angles("apply_rope", x, positions, base, dtype, theta)            # (T, D/2)
-    cos, sin = angle.cos(), angle.sin()
-    xf = x.to(dtype)
-    if layout == "interleaved":
-        x0, x1 = xf[..., 0::2], xf[..., 1::2]                                  # (..., T, D/2)
-        y = torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1)   # (..., T, D/2, 2)
-        y = y.flatten(-2)                                                       # (..., T, D)
-    else:
-        half = x.shape[-1] // 2
-        x1, x2 = xf[..., :half], xf[..., half:]                                # (..., T, D/2)
-        rotate_half = torch.cat((-x2, x1), dim=-1)                             # (..., T, D)
-        y = xf * torch.cat((cos, cos), -1) + rotate_half * torch.cat((sin, sin), -1)
-    return y.type_as(x)
+    cos, sin = _cos_sin("apply_rope", x, positions, base, theta)               # (T, D/2) each
+    return rotate(x, cos, sin, layout)
 
 
 def apply_rope_complex(x: torch.Tensor, positions: torch.Tensor | None = None, *,
@@ -103,10 +134,9 @@ def apply_rope_complex(x: torch.Tensor, positions: torch.Tensor | None = None, *
 
     Same result as ``apply_rope(x, positions, base=base, layout="interleaved")``.
     """
-    dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-    angle = _angles("apply_rope_complex", x, positions, base, dtype)            # (T, D/2)
-    freqs_cis = torch.polar(torch.ones_like(angle), angle)                      # e^{i m theta}
-    xc = torch.view_as_complex(x.to(dtype).reshape(*x.shape[:-1], -1, 2).contiguous())
+    cos, sin = _cos_sin("apply_rope_complex", x, positions, base)              # (T, D/2) each
+    freqs_cis = torch.complex(cos, sin)                                          # e^{i m theta}
+    xc = torch.view_as_complex(x.to(cos.dtype).reshape(*x.shape[:-1], -1, 2).contiguous())
     return torch.view_as_real(xc * freqs_cis).flatten(-2).type_as(x)           # (..., T, D)
 
 
