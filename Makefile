@@ -78,6 +78,17 @@ execute: setup
 warmup-grid: setup
 	$(PY) -m tools.warmup_grid
 
+# Every notebook's first code cell installs normlib where it is missing (Colab) and does nothing
+# elsewhere; tools/notebook_setup.py holds it and writes it into the lessons, solutions and the drill.
+.PHONY: notebook-setup test-install
+notebook-setup: setup
+	$(PY) -m tools.notebook_setup
+
+# normlib as a learner installs it: Binder's steps (binder/) replayed in a fresh virtual environment
+# outside the repository, then a checker and lessons 00, 03 and practice 01 under nbval there.
+test-install: setup
+	$(PY) -m pytest -v tests/install/check_install.py
+
 # Hand-implementation practice (README, "Practice"). `exercises` copies the practice notebooks
 # into the git-ignored workspace/ (the Chinese ones, notebooks/zh/exercises/, into workspace/zh/)
 # and never overwrites a file already there; `practice` opens JupyterLab on it. The practice
