@@ -11,6 +11,7 @@ Linear layers are named as in Meta's LLaMA: ``w1`` (gate / first projection), ``
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import nn
@@ -24,16 +25,20 @@ __all__ = [
 
 
 def relu(x: torch.Tensor) -> torch.Tensor:
-    """ReLU: max(0, x)."""
+    """ReLU: max(0, x). At x = 0 the gradient is 0, as torch's (the x > 0 branch)."""
     check_tensor("relu", "x", x)
-    return x.clamp_min(0)
+    return torch.where(x > 0, x, 0.0)
 
 
 def leaky_relu(x: torch.Tensor, negative_slope: float = 0.01) -> torch.Tensor:
-    """Leaky ReLU: x for x >= 0, negative_slope * x otherwise (never exactly zero gradient)."""
+    """Leaky ReLU: x for x > 0, negative_slope * x otherwise; the gradient at x = 0 is
+    negative_slope, as torch's. Any real slope is accepted, as ``F.leaky_relu`` (a negative one
+    makes the function non-monotonic)."""
     check_tensor("leaky_relu", "x", x)
-    check_number("leaky_relu", "negative_slope", negative_slope)
-    return torch.where(x >= 0, x, x * negative_slope)
+    if isinstance(negative_slope, bool) or not isinstance(negative_slope, numbers.Real):
+        raise TypeError(f"leaky_relu: negative_slope must be a number, "
+                        f"got {type(negative_slope).__name__} {negative_slope!r}")
+    return torch.where(x > 0, x, x * negative_slope)
 
 
 def gelu(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
@@ -123,14 +128,16 @@ class FeedForward(nn.Module):
     ``bias=False`` gives T5's bias-free FFN. activation: a name from ``ACTIVATIONS``.
     """
 
-    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", bias: bool = True):
+    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", bias: bool = True,
+                 device=None, dtype=None):
         super().__init__()
         check_int("FeedForward", "d_model", d_model, minimum=1)
         check_int("FeedForward", "d_ff", d_ff, minimum=1)
         check_choice("FeedForward", "activation", activation, ACTIVATIONS)
         self.activation = activation
-        self.w1 = nn.Linear(d_model, d_ff, bias=bias)
-        self.w2 = nn.Linear(d_ff, d_model, bias=bias)
+        factory = {"device": device, "dtype": dtype}
+        self.w1 = nn.Linear(d_model, d_ff, bias=bias, **factory)
+        self.w2 = nn.Linear(d_ff, d_model, bias=bias, **factory)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C) -> (B, T, C)
         return self.w2(ACTIVATIONS[self.activation](self.w1(x)))
@@ -146,15 +153,17 @@ class GLUFeedForward(nn.Module):
     parameter count (see ``llama_ffn_hidden_dim``). Biases are omitted by default, as in the paper.
     """
 
-    def __init__(self, d_model: int, d_ff: int, variant: str = "swiglu", bias: bool = False):
+    def __init__(self, d_model: int, d_ff: int, variant: str = "swiglu", bias: bool = False,
+                 device=None, dtype=None):
         super().__init__()
         check_int("GLUFeedForward", "d_model", d_model, minimum=1)
         check_int("GLUFeedForward", "d_ff", d_ff, minimum=1)
         check_choice("GLUFeedForward", "variant", variant, GLU_VARIANTS)
         self.variant = variant
-        self.w1 = nn.Linear(d_model, d_ff, bias=bias)   # gate  (HF gate_proj)
-        self.w3 = nn.Linear(d_model, d_ff, bias=bias)   # up    (HF up_proj)
-        self.w2 = nn.Linear(d_ff, d_model, bias=bias)   # down  (HF down_proj)
+        factory = {"device": device, "dtype": dtype}
+        self.w1 = nn.Linear(d_model, d_ff, bias=bias, **factory)   # gate  (HF gate_proj)
+        self.w3 = nn.Linear(d_model, d_ff, bias=bias, **factory)   # up    (HF up_proj)
+        self.w2 = nn.Linear(d_ff, d_model, bias=bias, **factory)   # down  (HF down_proj)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C) -> (B, T, C)
         return self.w2(glu_variant(self.w1(x), self.w3(x), self.variant))

@@ -12,6 +12,7 @@ square root; half-precision inputs are computed in float32 and returned in their
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import torch
@@ -78,8 +79,10 @@ def batch_norm(
     shape = [1, C] + [1] * (x.dim() - 2)     # (1, C, 1, 1) to broadcast per channel
     xf = x.to(compute_dtype(x))
     if training:
-        n = x.numel() // C                   # values per channel
-        if n <= 1:
+        n = x.shape[0] * math.prod(x.shape[2:])             # values per channel
+        if n == 0:                           # an empty batch: nothing to normalize, as torch
+            return x.clone()
+        if n == 1:                           # torch's message, word for word (tests check it)
             raise ValueError(
                 f"Expected more than 1 value per channel when training, got input size {x.size()}"
             )
@@ -117,6 +120,8 @@ class BatchNorm(nn.Module):
         momentum: float | None = 0.1,
         affine: bool = True,
         track_running_stats: bool = True,
+        device=None,
+        dtype=None,
     ) -> None:
         super().__init__()
         check_int("BatchNorm", "num_features", num_features, minimum=1)
@@ -125,16 +130,18 @@ class BatchNorm(nn.Module):
             check_number("BatchNorm", "momentum", momentum)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
+        factory = {"device": device, "dtype": dtype}
         if affine:
-            self.weight = nn.Parameter(torch.ones(num_features))
-            self.bias = nn.Parameter(torch.zeros(num_features))
+            self.weight = nn.Parameter(torch.ones(num_features, **factory))
+            self.bias = nn.Parameter(torch.zeros(num_features, **factory))
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", torch.zeros(num_features))
-            self.register_buffer("running_var", torch.ones(num_features))
-            self.register_buffer("num_batches_tracked", torch.tensor(0, dtype=torch.long))
+            self.register_buffer("running_mean", torch.zeros(num_features, **factory))
+            self.register_buffer("running_var", torch.ones(num_features, **factory))
+            self.register_buffer("num_batches_tracked",
+                                 torch.tensor(0, dtype=torch.long, device=device))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
@@ -162,10 +169,16 @@ class BatchNorm(nn.Module):
 
 
 # --------------------------------------------------------------------------- LayerNorm / RMSNorm
+def _as_shape(normalized_shape) -> tuple[int, ...]:
+    """An int n means (n,), as torch's normalized_shape."""
+    if isinstance(normalized_shape, numbers.Integral):
+        return (int(normalized_shape),)
+    return tuple(normalized_shape)
+
+
 def _normalized_dims(fn: str, x: torch.Tensor, normalized_shape) -> tuple[int, ...]:
     """Validate ``normalized_shape`` against x's trailing dims; return the dims to reduce."""
-    shape = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) \
-        else tuple(normalized_shape)
+    shape = _as_shape(normalized_shape)
     k = len(shape)
     if k == 0 or k > x.dim() or tuple(x.shape[-k:]) != shape:
         raise ValueError(
@@ -225,15 +238,28 @@ class LayerNorm(nn.Module):
     """``nn.LayerNorm`` twin: learnable weight (ones) and bias (zeros) over ``normalized_shape``."""
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
-                 bias: bool = True) -> None:
+                 bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
         check_number("LayerNorm", "eps", eps)
-        shape = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) \
-            else tuple(normalized_shape)
-        self.normalized_shape, self.eps = shape, eps
+        self.normalized_shape, self.eps = _as_shape(normalized_shape), eps
         self.elementwise_affine = elementwise_affine
-        self.weight = nn.Parameter(torch.ones(shape)) if elementwise_affine else None
-        self.bias = nn.Parameter(torch.zeros(shape)) if elementwise_affine and bias else None
+        factory = {"device": device, "dtype": dtype}
+        if elementwise_affine:
+            self.weight = nn.Parameter(torch.empty(self.normalized_shape, **factory))
+        else:
+            self.register_parameter("weight", None)
+        if elementwise_affine and bias:
+            self.bias = nn.Parameter(torch.empty(self.normalized_shape, **factory))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """weight = 1, bias = 0, as ``nn.LayerNorm.reset_parameters``."""
+        if self.weight is not None:
+            nn.init.ones_(self.weight)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -258,7 +284,9 @@ def rms_norm(
     ``eps=None`` means the machine epsilon of the *computation* dtype, as torch (PR #142848):
     ``finfo(float32).eps`` for fp16, bf16 and fp32 inputs, ``finfo(float64).eps`` for fp64.
     Weight order for fp16/bf16 inputs: normlib normalizes in float32, casts back to x's dtype,
-    *then* multiplies by the weight, as Meta's LLaMA and HF ``LlamaRMSNorm`` do. torch 2.13's
+    *then* multiplies by the weight (cast to x's dtype, so the result keeps x's dtype as
+    ``F.rms_norm`` and ``layer_norm`` do), as Meta's LLaMA and HF ``LlamaRMSNorm`` do for a
+    weight in the model's dtype (HF's would promote a half x to a float32 weight's dtype). torch 2.13's
     ``F.rms_norm`` / ``nn.RMSNorm`` (measured on CPU) multiply by the weight in float32 and cast
     once at the end, the order of HF ``GemmaRMSNorm``. The two orders round differently (about a
     quarter of bf16 elements differ by one ulp); for fp32 and fp64 inputs they are the same.
@@ -281,22 +309,30 @@ def rms_norm(
     _check_affine(fn, "weight", weight, x, dims)
     xf = x.to(dtype)
     y = (xf * torch.rsqrt(xf.pow(2).mean(dim=dims, keepdim=True) + eps)).type_as(x)
-    return y * weight if weight is not None else y
+    return y * weight.to(y.dtype) if weight is not None else y     # x's dtype, as F.rms_norm
 
 
 class RMSNorm(nn.Module):
     """``nn.RMSNorm`` twin: a learnable gain (ones) over ``normalized_shape``, no bias."""
 
     def __init__(self, normalized_shape, eps: float | None = None,
-                 elementwise_affine: bool = True) -> None:
+                 elementwise_affine: bool = True, device=None, dtype=None) -> None:
         super().__init__()
         if eps is not None:
             check_number("RMSNorm", "eps", eps)
-        shape = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) \
-            else tuple(normalized_shape)
-        self.normalized_shape, self.eps = shape, eps
+        self.normalized_shape, self.eps = _as_shape(normalized_shape), eps
         self.elementwise_affine = elementwise_affine
-        self.weight = nn.Parameter(torch.ones(shape)) if elementwise_affine else None
+        if elementwise_affine:
+            self.weight = nn.Parameter(torch.empty(self.normalized_shape, device=device,
+                                                   dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """weight = 1, as ``nn.RMSNorm.reset_parameters``."""
+        if self.weight is not None:
+            nn.init.ones_(self.weight)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return rms_norm(x, self.normalized_shape, self.weight, self.eps)

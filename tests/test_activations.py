@@ -96,3 +96,18 @@ def test_llama_7b_ffn_parameter_count():
     assert sum(p.numel() for p in ffn.parameters()) == 3 * 4096 * 11008 == 135_266_304
     # the 2/3 rule: close to the parameters of a plain 4d FFN (2 * 4096 * 16384 = 134,217,728)
     assert math.isclose(3 * 4096 * hidden, 2 * 4096 * 4 * 4096, rel_tol=0.01)
+
+
+@pytest.mark.parametrize("mine,ref", PAIRS[:3])
+def test_relu_and_leaky_relu_gradient_at_exactly_zero_is_torchs(mine, ref):
+    # Review finding 13: torch's kernels take the x > 0 branch, so the gradient at 0 is 0 (ReLU)
+    # or negative_slope (Leaky ReLU); clamp_min and x >= 0 passed 1.
+    xs = [torch.tensor([-1.0, 0.0, 1.0], requires_grad=True) for _ in range(2)]
+    mine(xs[0]).sum().backward()
+    ref(xs[1]).sum().backward()
+    assert torch.equal(xs[0].grad, xs[1].grad)
+
+
+def test_leaky_relu_takes_a_negative_slope_as_torch():
+    x = torch.tensor([-2.0, 0.0, 3.0])
+    assert torch.equal(nl.leaky_relu(x, -0.5), F.leaky_relu(x, -0.5))

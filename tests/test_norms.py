@@ -241,3 +241,28 @@ def test_layer_norm_tiny_rows_float64(n):
     ref, ref_g = _grads(lambda x: F.layer_norm(x, (n,)), x)
     close(mine, ref)
     close(mine_g[0], ref_g[0])
+
+
+@pytest.mark.filterwarnings("ignore:Mismatch dtype between input and weight")   # torch's, unfused
+@pytest.mark.parametrize("dtype", HALF)
+def test_rms_norm_keeps_a_half_input_dtype_with_a_float32_weight(dtype):
+    # Review finding 8: y * weight promoted a bf16 x to float32; F.rms_norm and normlib's own
+    # layer_norm return x's dtype. The weight is cast to x's dtype after normalizing (LLaMA's order).
+    x = torch.randn(3, 16, dtype=torch.float64).to(dtype)
+    w = torch.rand(16) + 0.5                                               # float32
+    y = nl.rms_norm(x, 16, w, 1e-5)
+    assert y.dtype == F.rms_norm(x, (16,), w, 1e-5).dtype == nl.layer_norm(x, 16, w).dtype == dtype
+    assert torch.equal(y, nl.rms_norm(x, 16, w.to(dtype), 1e-5))
+    assert nl.RMSNorm(16)(x).dtype == nn.RMSNorm(16)(x).dtype == dtype
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (0, 3, 5)])
+def test_batchnorm_on_an_empty_batch_returns_it_as_torch(shape):
+    # Review finding 14: torch returns an empty batch in training mode and leaves the running
+    # statistics as they were; normlib raised "Expected more than 1 value per channel".
+    mine, ref = nl.BatchNorm(3), nn.BatchNorm1d(3)
+    x = torch.randn(shape)
+    y, expected = mine(x), ref(x)
+    assert y.shape == expected.shape == shape
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        assert torch.equal(getattr(mine, name), getattr(ref, name)), name
