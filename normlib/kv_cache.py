@@ -67,8 +67,9 @@ def kv_cache_bytes(n_layers: int, n_kv_heads: int, head_dim: int, seq_len: int,
         n_layers, n_kv_heads, head_dim: the model's; with multi-head attention n_kv_heads = n_heads.
         seq_len: S, tokens cached per sequence; batch_size: B sequences.
         bytes_per_element: 2 for fp16/bf16 (default), 4 for fp32, 1 for an 8-bit cache.
-    Example: LLaMA 3 8B (32 layers, 8 KV heads of dim 128; Llama 3 paper, Table 3) at its 8,192-token
-    context (max_position_embeddings in its config.json) in bf16: ``kv_cache_bytes(32, 8, 128, 8192)`` = 2^30 bytes, 1 GiB per sequence.
+    Example: LLaMA 3 8B (32 layers, 8 KV heads of dim 128; Llama 3 paper, Table 3) at its
+    8,192-token context (max_position_embeddings in its config.json) in bf16:
+    ``kv_cache_bytes(32, 8, 128, 8192)`` = 2^30 bytes, 1 GiB per sequence.
     """
     fn = "kv_cache_bytes"
     for name, value in (("n_layers", n_layers), ("n_kv_heads", n_kv_heads),
