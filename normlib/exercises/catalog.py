@@ -491,9 +491,9 @@ _EXERCISES += [
             "RMSNorm。"),
          _q("Why RMSNorm rather than LayerNorm?", "为什么用 RMSNorm 而不是 LayerNorm？",
             "It drops the mean subtraction and the bias and keeps the re-scaling, which Zhang and "
-            "Sennrich (2019) found is what matters; it is cheaper (their abstract reports 7% to 64% "
-            "less running time across models; in their tables RMSNorm itself saves about 7% to "
-            "41%, and the 64% is partial RMSNorm).",
+            "Sennrich (2019) found is what matters; it is cheaper (their abstract reports 7% to "
+            "64% less running time across models; in their tables RMSNorm itself saves about 7% "
+            "to 41%, and the 64% is partial RMSNorm).",
             "它去掉了减均值和 bias，只保留缩放；Zhang 和 Sennrich（2019）发现起作用的正是缩放；"
             "它也更省（摘要报告在不同模型上运行时间减少 7% 到 64%；论文表格中 RMSNorm 本身约减少 "
             "7% 到 41%，64% 来自部分 RMSNorm，即 pRMSNorm）。"),
