@@ -1,16 +1,19 @@
-"""Nothing a learner writes breaks a checker (issue 12, item 2): torch's global state is put back
-after every call of learner code, and SystemExit, KeyboardInterrupt or any BaseException raised by
-that code becomes one ✗ line; the stop button (SIGINT) still stops the checker."""
+"""Nothing a learner writes breaks a checker (issue 12, item 2; issue 23, item 4 and the code
+review's findings 6, 12 and 18): torch's global state is put back after every call of learner code,
+SystemExit, KeyboardInterrupt or any BaseException raised by that code becomes one ✗ line, the stop
+button (SIGINT) still stops the checker, and the time limit holds against code that swallows it."""
 
 import os
 import signal
 import sys
+import threading
 import time
 
 import pytest
 import torch
 
 from normlib import exercises as ex
+from normlib.exercises._harness import TimeLimitExceeded, run_limited
 
 
 def good_ln(x, weight, bias, eps=1e-5):
@@ -28,11 +31,17 @@ def with_side_effect(effect):
 
 def state():
     return (torch.is_grad_enabled(), torch.get_default_dtype(), torch.get_rng_state(),
-            torch.get_num_threads(), torch.is_anomaly_enabled())
+            torch.get_num_threads(), torch.is_anomaly_enabled(), torch.empty(1).device,
+            torch._C._len_torch_function_stack(), torch.are_deterministic_algorithms_enabled(),
+            torch.get_float32_matmul_precision(), torch._tensor_str.PRINT_OPTS.precision)
 
 
 def same(a, b):
     return a[:2] == b[:2] and torch.equal(a[2], b[2]) and a[3:] == b[3:]
+
+
+class LearnersMode(torch.overrides.TorchFunctionMode):
+    pass
 
 
 @pytest.mark.parametrize("effect", [
@@ -41,12 +50,25 @@ def same(a, b):
     lambda: torch.manual_seed(123),
     lambda: torch.set_num_threads(1),
     lambda: torch.autograd.set_detect_anomaly(True),
-], ids=["grad mode", "default dtype", "rng", "threads", "anomaly mode"])
+    lambda: torch.set_default_device("meta"),
+    lambda: LearnersMode().__enter__(),
+    lambda: torch.use_deterministic_algorithms(True),
+    lambda: torch.set_float32_matmul_precision("medium"),
+    lambda: torch.set_printoptions(precision=1),
+], ids=["grad mode", "default dtype", "rng", "threads", "anomaly mode", "default device",
+        "function mode left entered", "deterministic", "matmul precision", "print options"])
 def test_global_state_is_restored_after_every_call(effect):
     before = state()
     result = ex.check_layer_norm(with_side_effect(effect))
     assert same(state(), before), result
     assert "Traceback" not in str(result)
+
+
+def test_default_device_set_to_meta_by_a_correct_answer_still_passes():
+    """The review's finding 12: the kernel stayed on meta and the checker died in .item()."""
+    result = ex.check_layer_norm(with_side_effect(lambda: torch.set_default_device("meta")))
+    assert result.passed, result
+    assert torch.empty(1).device.type == "cpu"
 
 
 def test_grad_mode_switched_off_by_the_learner_cannot_break_the_reference_backward():
@@ -110,3 +132,94 @@ def test_time_limit_still_applies():
 
     result = ex.check_layer_norm(spins, time_limit=0.2)
     assert result.mistake == "time_limit", result
+
+
+def swallows_every_alarm(seconds):
+    """The review's finding 6: `seconds` of work, each alarm caught by a bare except in a loop."""
+    def learner(*args, **kwargs):
+        caught, t0 = 0, time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            try:
+                for _ in range(10**5):
+                    pass
+            except BaseException:      # noqa: BLE001 (the learner's code)
+                caught += 1
+        return caught
+    return learner
+
+
+def swallows_forever(*args, **kwargs):
+    while True:
+        try:
+            for _ in range(10**5):
+                pass
+        except BaseException:          # noqa: BLE001 (the learner's code)
+            pass
+
+
+@pytest.mark.parametrize("learner", [swallows_every_alarm(2.0), swallows_forever],
+                         ids=["2 s of work", "endless loop"])
+def test_a_swallowed_alarm_still_fails_the_call(learner):
+    with pytest.raises(TimeLimitExceeded):
+        run_limited(learner, 0.2)
+
+
+@pytest.mark.parametrize("learner", [swallows_every_alarm(2.0), swallows_forever],
+                         ids=["2 s of work", "endless loop"])
+def test_the_limit_holds_in_a_thread(learner):
+    outcome = []
+
+    def worker():
+        try:
+            outcome.append(run_limited(learner, 0.2))
+        except TimeLimitExceeded:
+            outcome.append("time limit")
+
+    thread = threading.Thread(target=worker, daemon=True)
+    thread.start()
+    thread.join(10)
+    assert outcome == ["time limit"]
+
+
+def test_a_checker_fails_an_answer_that_swallows_its_alarms():
+    def layer_norm(x, weight, bias, eps=1e-5):
+        swallows_every_alarm(1.0)()
+        return good_ln(x, weight, bias, eps)
+
+    result = ex.check_layer_norm(layer_norm, time_limit=0.2)
+    assert not result.passed and result.mistake == "time_limit", result
+
+
+def test_an_outer_timer_is_restored():
+    """pytest-timeout's signal method arms ITIMER_REAL: a check must not cancel it."""
+    fired = []
+    old = signal.signal(signal.SIGALRM, lambda *a: fired.append(True))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30.0)
+        assert run_limited(lambda: 1, 1.0) == 1
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 25.0 < left <= 30.0
+        signal.setitimer(signal.ITIMER_REAL, 0.05)      # an outer timer that expires meanwhile
+        with pytest.raises(TimeLimitExceeded):
+            run_limited(lambda: time.sleep(1), 0.2)
+        time.sleep(0.1)
+        assert fired == [True]                          # fired once we were done
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_a_swallowed_stop_press_still_stops_the_checker():
+    def swallows_the_press(x, weight, bias, eps=1e-5):
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 0.5:
+            try:
+                if time.monotonic() - t0 < 0.1:
+                    os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.01)
+            except BaseException:      # noqa: BLE001 (the learner's code)
+                pass
+        return good_ln(x, weight, bias, eps)
+
+    with pytest.raises(KeyboardInterrupt):
+        ex.check_layer_norm(swallows_the_press)

@@ -1,23 +1,39 @@
 """Run a learner's code safely: a time limit, a spy for forbidden built-ins, quiet output, and
 one-line descriptions of whatever went wrong.
 
-- ``run_limited(thunk, seconds)`` raises ``TimeLimitExceeded`` when ``thunk`` runs too long. In the
-  main thread (a Jupyter kernel runs cells there, and so does pytest) it uses ``SIGALRM``, which also
-  interrupts ``time.sleep``; elsewhere it uses a trace function that checks a deadline on every
-  line of Python. Neither can interrupt one long C call (a single huge matmul).
+- ``run_limited(thunk, seconds)`` raises ``TimeLimitExceeded`` when ``thunk`` runs too long. What
+  this in-process limit promises:
+
+  * a call that returns after its deadline fails with ``TimeLimitExceeded``, whatever the code
+    caught on the way (a flag set when the time is up, not the exception, decides);
+  * code that does not catch ``BaseException`` is stopped at the deadline: in the main thread by
+    ``SIGALRM`` (which also interrupts ``time.sleep``), elsewhere (a thread; Windows, which has no
+    ``setitimer``) by a trace function that checks the clock on every line of Python;
+  * once the time is up, ``TimeLimitExceeded`` is raised again at the next line of Python (a
+    tracer), and again after each one the code swallows, which stops a loop whose ``except:``
+    swallows each one when the loop has a line outside its ``try`` (nested ``try`` blocks that
+    catch everything at every level can still keep it away);
+  * a timer set outside (pytest-timeout's ``SIGALRM``) is put back afterwards with the time it had
+    left, minus the time the call took (it fires at once if it expired meanwhile).
+
+  It does not promise to stop one long C call (a single huge matmul) or code that catches every
+  exception at every level of an endless loop: only a separate process that is killed gives a
+  hard limit, and the classroom grader (``normlib.classroom``) runs each submission in one.
 - ``Spy`` records calls of torch built-ins by name (a ``TorchFunctionMode`` sees ``F.layer_norm``,
   ``nn.LayerNorm``, ``torch.layer_norm`` alike) and calls of normlib's reference functions.
 - ``describe_exception`` turns an exception into one line that names the learner's line of code.
-- ``preserved_state()`` saves torch's global state (grad mode, default dtype, RNG, number of
-  threads, anomaly mode) and puts it back after the learner's code, whatever that code did.
-- ``UserInterrupt``: the stop button (SIGINT) while learner code runs in the main thread, told
-  apart from a ``KeyboardInterrupt`` the code raises itself.
+- ``preserved_state()`` saves torch's global state (grad mode, default dtype, default device, the
+  torch-function mode stack, RNG, number of threads, anomaly mode, deterministic algorithms, float32
+  matmul precision, print options) and puts it back after the learner's code, whatever it did.
+- ``interrupt_guard()``: the stop button (SIGINT) while learner code runs in the main thread becomes
+  ``UserInterrupt``, told apart from a ``KeyboardInterrupt`` the code raises itself by a flag that
+  the handler sets (not by the exception's type): a press the code swallowed, or one that lands
+  while the checker tidies up after the call, still ends in ``UserInterrupt`` when the guard exits.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import linecache
 import os
 import signal
@@ -31,7 +47,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 __all__ = ["TimeLimitExceeded", "UserInterrupt", "run_limited", "Spy", "quiet",
-           "describe_exception", "snapshot", "changed", "preserved_state"]
+           "describe_exception", "snapshot", "changed", "preserved_state", "interrupt_guard"]
 
 
 class TimeLimitExceeded(BaseException):
@@ -45,67 +61,153 @@ class UserInterrupt(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def preserved_state():
-    """Restore torch's grad mode, default dtype, RNG state, thread count and anomaly mode."""
+    """Restore torch's global state (see the module docstring) after the block, whatever it did."""
     grad, dtype = torch.is_grad_enabled(), torch.get_default_dtype()
+    device_context = getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None)
+    modes = torch._C._len_torch_function_stack()
     rng, threads = torch.get_rng_state(), torch.get_num_threads()
     anomaly, anomaly_nan = torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()
+    deterministic = (torch.are_deterministic_algorithms_enabled(),
+                     torch.is_deterministic_algorithms_warn_only_enabled())
+    precision = torch.get_float32_matmul_precision()
+    printing = dict(vars(torch._tensor_str.PRINT_OPTS))
     try:
         yield
     finally:
+        if getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None) is not device_context:
+            torch.set_default_device(None if device_context is None else device_context.device)
+        while torch._C._len_torch_function_stack() > modes:    # modes the code entered, not left
+            torch._C._pop_torch_function_stack()
         torch.set_grad_enabled(grad)
         torch.set_default_dtype(dtype)
         torch.set_rng_state(rng)
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
         torch.set_anomaly_enabled(anomaly, anomaly_nan)
+        if (torch.are_deterministic_algorithms_enabled(),
+                torch.is_deterministic_algorithms_warn_only_enabled()) != deterministic:
+            torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
+        if torch.get_float32_matmul_precision() != precision:
+            torch.set_float32_matmul_precision(precision)
+        vars(torch._tensor_str.PRINT_OPTS).update(printing)
+
+
+@contextlib.contextmanager
+def interrupt_guard():
+    """SIGINT inside the block raises ``UserInterrupt``; if the block swallowed it (or it came while
+    the block was finishing), ``UserInterrupt`` is raised when the block exits. Outside the main
+    thread (no signal handlers there) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed = [False]
+
+    def on_interrupt(signum, frame):
+        pressed[0] = True
+        raise UserInterrupt
+
+    old = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        if pressed[0]:
+            raise UserInterrupt
 
 
 def run_limited(thunk, seconds: float):
-    """Return ``thunk()``, or raise TimeLimitExceeded after ``seconds`` of wall-clock time."""
+    """Return ``thunk()``, or raise TimeLimitExceeded after ``seconds`` of wall-clock time (see the
+    module docstring for what this promises and what it does not)."""
+    if not seconds > 0:
+        raise ValueError(f"run_limited: seconds must be > 0, got {seconds!r}")
+    limit = _Limit(time.monotonic() + seconds)
     if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
-        return _run_with_alarm(thunk, seconds)
-    return _run_with_trace(thunk, seconds)
+        return limit.run_with_alarm(thunk, seconds)
+    return limit.run_with_trace(thunk)
 
 
-def _run_with_alarm(thunk, seconds: float):
-    armed = [True]
+_HERE = os.path.abspath(__file__)
 
-    def on_alarm(signum, frame):
-        if armed[0]:
+
+class _Expired(TimeLimitExceeded):
+    """The TimeLimitExceeded raised in learner code. Python stops tracing when a tracer raises; if
+    the code swallows this one, freeing it turns the tracing back on, so the next line raises
+    again."""
+
+    def __init__(self, limit: _Limit):
+        super().__init__()
+        self.limit = limit
+
+    def __del__(self):
+        if self.limit.active and self.limit.thread == threading.get_ident():
+            self.limit.trace(sys._getframe(1))
+
+
+class _Limit:
+    """One limited call: its deadline, whether it passed, and the tracer that enforces it."""
+
+    def __init__(self, deadline: float):
+        self.deadline, self.expired, self.active = deadline, False, True
+        self.thread, self.runner = threading.get_ident(), None
+
+    def tracer(self, frame, event, arg):
+        """Before the deadline: check the clock. After it: raise at every line of learner code."""
+        if not self.active or frame.f_code.co_filename == _HERE:
+            return self.tracer
+        if self.expired or time.monotonic() > self.deadline:
+            self.expired = True
+            raise _Expired(self)
+        return self.tracer
+
+    def trace(self, frame) -> None:
+        """Trace ``frame`` and its callers up to run_limited's, and every frame they call."""
+        while frame is not None and frame is not self.runner:
+            frame.f_trace, frame.f_trace_lines = self.tracer, True
+            frame = frame.f_back
+        sys.settrace(self.tracer)
+
+    def _result(self, out):
+        if self.expired:
             raise TimeLimitExceeded
+        return out
 
-    def on_interrupt(signum, frame):
-        raise UserInterrupt
-
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    old_int = signal.signal(signal.SIGINT, on_interrupt)
-    try:
-        # The timer fires again every 50 ms, so a learner's bare ``except:`` cannot keep it away.
-        signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
+    def run_with_trace(self, thunk):
+        old = sys.gettrace()
+        self.runner = sys._getframe()
+        sys.settrace(self.tracer)
         try:
-            return thunk()
+            out = thunk()
         finally:
-            armed[0] = False                       # a signal arriving now is ignored
-            signal.setitimer(signal.ITIMER_REAL, 0)
-    finally:
-        signal.signal(signal.SIGALRM, old)
-        signal.signal(signal.SIGINT, old_int)
+            self.active = False
+            sys.settrace(old)
+        return self._result(out)
 
+    def run_with_alarm(self, thunk, seconds: float):
+        old_trace = sys.gettrace()
+        self.runner = sys._getframe()
 
-def _run_with_trace(thunk, seconds: float):
-    deadline = time.monotonic() + seconds
-    old = sys.gettrace()
+        def on_alarm(signum, frame):
+            if self.active:
+                self.expired = True
+                self.trace(frame)           # so that a swallowed alarm is raised again
+                raise _Expired(self)
 
-    def tracer(frame, event, arg):
-        if time.monotonic() > deadline:
-            raise TimeLimitExceeded
-        return tracer
-
-    sys.settrace(tracer)
-    try:
-        return thunk()
-    finally:
-        sys.settrace(old)
+        started = time.monotonic()
+        old_handler = signal.signal(signal.SIGALRM, on_alarm)
+        outer, outer_interval = signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
+        try:
+            try:            # after the deadline the timer fires again every 50 ms
+                out = thunk()
+            finally:
+                self.active = False
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                sys.settrace(old_trace)
+        finally:
+            signal.signal(signal.SIGALRM, old_handler)
+            if outer > 0:            # an outer timer (pytest-timeout): re-armed with its time left
+                left = outer - (time.monotonic() - started)
+                signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6), outer_interval)
+        return self._result(out)
 
 
 class Spy(TorchFunctionMode):
@@ -149,10 +251,20 @@ class Spy(TorchFunctionMode):
         return super().__exit__(*exc)
 
 
+class _Discard:
+    """A text stream that keeps nothing: a learner's 100 MB of prints cost no memory."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
 @contextlib.contextmanager
 def quiet():
-    """Hide what the learner's code prints and warns while the checks run."""
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+    """Hide (discard) what the learner's code prints and warns while the checks run."""
+    with warnings.catch_warnings(), contextlib.redirect_stdout(_Discard()):
         warnings.simplefilter("ignore")
         yield
 

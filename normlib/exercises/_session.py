@@ -31,6 +31,7 @@ from ._harness import (
     UserInterrupt,
     changed,
     describe_exception,
+    interrupt_guard,
     preserved_state,
     quiet,
     run_limited,
@@ -189,7 +190,12 @@ class Session:
 
     # ------------------------------------------------------------------ calling learner code
     def call(self, fn, *args, **kwargs):
-        """Call the learner's ``fn`` safely; raise Fail (one line) or _Stop on trouble."""
+        """Call the learner's ``fn`` safely; raise Fail (one line) or _Stop on trouble. A stop press
+        (SIGINT) anywhere in here raises UserInterrupt, even one the code swallowed."""
+        with interrupt_guard():
+            return self._call(fn, *args, **kwargs)
+
+    def _call(self, fn, *args, **kwargs):
         values = [*args, *kwargs.values()]
         copies = snapshot(values)
         spy = Spy(self.forbidden, self.references)
