@@ -32,15 +32,17 @@ from .data import MarkovLanguage
 from .deepnorm import deepnorm_constants, deepnorm_init_
 from .hf import hf_llama_to_normlib_name, load_llama_weights
 from .kv_cache import KVCache, kv_cache_bytes
-from .model import TinyTransformerLM
+from .model import ModelConfig, TinyTransformerLM
 from .norms import BatchNorm, LayerNorm, RMSNorm, batch_norm, layer_norm, rms_norm
 from .rope import (
     ROPE_LAYOUTS,
     apply_rope,
     apply_rope_complex,
     half_to_interleaved,
+    rope_cos_sin,
     rope_decay_bound,
     rope_frequencies,
+    rotate,
 )
 from .rope_scaling import (
     linear_scaling_frequencies,
@@ -58,11 +60,11 @@ __all__ = [
     "glu_variant", "leaky_relu", "llama_ffn_hidden_dim", "relu", "silu", "swish",
     "MultiHeadAttention", "attention", "repeat_kv", "KVCache", "kv_cache_bytes",
     "FFNS", "NORMS", "PLACEMENTS", "TransformerBlock", "make_ffn", "make_norm",
-    "MarkovLanguage", "deepnorm_constants", "deepnorm_init_", "TinyTransformerLM",
+    "MarkovLanguage", "deepnorm_constants", "deepnorm_init_", "ModelConfig", "TinyTransformerLM",
     "hf_llama_to_normlib_name", "load_llama_weights",
     "BatchNorm", "LayerNorm", "RMSNorm", "batch_norm", "layer_norm", "rms_norm",
     "ROPE_LAYOUTS", "apply_rope", "apply_rope_complex", "half_to_interleaved",
-    "rope_decay_bound", "rope_frequencies",
+    "rope_cos_sin", "rope_decay_bound", "rope_frequencies", "rotate",
     "linear_scaling_frequencies", "llama3_frequencies", "ntk_scaling_frequencies",
     "yarn_attention_factor", "yarn_frequencies",
     "cosine_with_warmup", "inverse_sqrt", "linear_warmup", "lm_loss", "train_ensemble", "train_lm",

@@ -24,30 +24,36 @@ __all__ = ["TransformerBlock", "NORMS", "PLACEMENTS", "FFNS", "make_norm", "make
 
 NORMS = ("layernorm", "rmsnorm")
 PLACEMENTS = ("post", "pre", "deepnorm", "sandwich")
-PLAIN_FFNS = {"relu": "relu", "gelu": "gelu", "swish": "swish"}      # ffn name -> activation
+PLAIN_FFNS = ("relu", "gelu", "swish")          # FeedForward with the activation of that name
 FFNS = (*PLAIN_FFNS, *GLU_VARIANTS)
 
 
-def make_norm(norm: str, d_model: int, fused: bool = False) -> nn.Module:
-    """A fresh LayerNorm or RMSNorm over d_model (eps 1e-5 for both): normlib's hand-written
-    layers, or with ``fused=True`` PyTorch's ``nn.LayerNorm`` / ``nn.RMSNorm``, the same function
-    (and parameter names) in one fused kernel each way. Tiny models spend their time in per-op
-    overhead: fused norms make a 12-layer lesson model's training step about 15% fewer ops."""
+def make_norm(norm: str, d_model: int, fused: bool = False, eps: float = 1e-5, *,
+              device=None, dtype=None) -> nn.Module:
+    """A fresh LayerNorm or RMSNorm over d_model (eps 1e-5 by default for both): normlib's
+    hand-written layers, or with ``fused=True`` PyTorch's ``nn.LayerNorm`` / ``nn.RMSNorm``, the
+    same function (and parameter names) in one fused kernel each way. Tiny models spend their time
+    in per-op overhead: fused norms make a 12-layer lesson model's training step about 15% fewer
+    ops. device, dtype: of the parameters."""
     check_choice("make_norm", "norm", norm, NORMS)
     if not isinstance(fused, bool):
         raise TypeError(f"make_norm: fused must be True or False, got {fused!r}")
-    if fused:
-        return nn.LayerNorm(d_model) if norm == "layernorm" else nn.RMSNorm(d_model, eps=1e-5)
-    return LayerNorm(d_model) if norm == "layernorm" else RMSNorm(d_model, eps=1e-5)
+    check_number("make_norm", "eps", eps)
+    layer = {("layernorm", True): nn.LayerNorm, ("rmsnorm", True): nn.RMSNorm,
+             ("layernorm", False): LayerNorm, ("rmsnorm", False): RMSNorm}[norm, fused]
+    return layer(d_model, eps=eps, device=device, dtype=dtype)
 
 
-def make_ffn(ffn: str, d_model: int, d_ff: int | None = None) -> nn.Module:
+def make_ffn(ffn: str, d_model: int, d_ff: int | None = None, *, device=None,
+             dtype=None) -> nn.Module:
     """The FFN by name. d_ff defaults to 4 d_model for the plain FFNs and to int(8 d_model / 3)
     for the GLU variants, which keeps the parameter count equal (Shazeer 2020, Section 2)."""
     check_choice("make_ffn", "ffn", ffn, FFNS)
     if ffn in PLAIN_FFNS:
-        return FeedForward(d_model, d_ff or 4 * d_model, activation=PLAIN_FFNS[ffn])
-    return GLUFeedForward(d_model, d_ff or int(8 * d_model / 3), variant=ffn)
+        return FeedForward(d_model, d_ff or 4 * d_model, activation=ffn, device=device,
+                           dtype=dtype)
+    return GLUFeedForward(d_model, d_ff or int(8 * d_model / 3), variant=ffn, device=device,
+                          dtype=dtype)
 
 
 class TransformerBlock(nn.Module):
@@ -60,22 +66,29 @@ class TransformerBlock(nn.Module):
         placement: "post" | "pre" | "deepnorm" | "sandwich".
         ffn: "relu" | "gelu" | "swish" | "glu" | "bilinear" | "reglu" | "geglu" | "swiglu".
         d_ff: FFN hidden width (default: see ``make_ffn``).
-        rope: rotate q and k with RoPE; causal: mask future positions.
+        norm_eps: the norms' eps (1e-5; HF LlamaConfig's default rms_norm_eps is 1e-6).
+        rope: rotate q and k with RoPE; rope_base: its frequency base; causal: mask future
+            positions.
         fused_norm: PyTorch's fused nn.LayerNorm / nn.RMSNorm instead of normlib's (see make_norm).
         alpha: DeepNorm's residual weight, used only with placement="deepnorm". Stored as a 0-dim
-            float64 buffer (not a Python float), so that Post-LN (alpha = 1) and DeepNorm blocks of
-            one shape have the same structure and can be stacked with
-            ``torch.func.stack_module_state`` and run under ``torch.vmap``; like any buffer it
-            follows ``.to(dtype)``. A float32 or float64 x times the buffer equals x times the
-            Python float bit for bit (the scalar is cast to x's compute dtype either way).
-    ``forward(x, cache=None)``: (B, T, C) -> (B, T, C); ``cache`` is the attention's ``KVCache``
-    for step-by-step decoding (see ``MultiHeadAttention``).
+            buffer (not a Python float), so that Post-LN (alpha = 1) and DeepNorm blocks of one
+            shape have the same structure and can be stacked with
+            ``torch.func.stack_module_state`` and run under ``torch.vmap``. The buffer is float32,
+            float64 in a float64 module, and never half: ``.to(torch.bfloat16)`` would round
+            (2 * 12)^(1/4) = 2.21336 to 2.21875. x times the buffer equals x times the Python
+            float bit for bit for every float dtype (torch multiplies a half tensor by a scalar
+            in float32).
+        device, dtype: of the parameters, as every torch module's factory kwargs.
+    ``forward(x, cache=None, position_embeddings=None)``: (B, T, C) -> (B, T, C); ``cache`` is the
+    attention's ``KVCache`` for step-by-step decoding, ``position_embeddings`` RoPE's (cos, sin)
+    (see ``MultiHeadAttention``).
     """
 
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None, *,
-                 norm: str = "layernorm", placement: str = "pre", ffn: str = "relu",
-                 d_ff: int | None = None, rope: bool = False, causal: bool = True,
-                 fused_norm: bool = False, alpha: float = 1.0):
+                 norm: str = "layernorm", norm_eps: float = 1e-5, placement: str = "pre",
+                 ffn: str = "relu", d_ff: int | None = None, rope: bool = False,
+                 rope_base: float = 10000.0, causal: bool = True, fused_norm: bool = False,
+                 alpha: float = 1.0, device=None, dtype=None):
         super().__init__()
         fn = "TransformerBlock"
         check_int(fn, "d_model", d_model, minimum=1)
@@ -90,13 +103,29 @@ class TransformerBlock(nn.Module):
             raise ValueError(f"{fn}: alpha is DeepNorm's residual weight and needs "
                              f"placement='deepnorm', got alpha={alpha} with placement={placement!r}")
         self.placement = placement
-        self.register_buffer("alpha", torch.tensor(float(alpha), dtype=torch.float64),
-                             persistent=False)                 # 0-dim; see Args
-        self.attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, rope=rope, causal=causal)
-        self.ffn = make_ffn(ffn, d_model, d_ff)
-        self.norm1, self.norm2 = (make_norm(norm, d_model, fused_norm) for _ in range(2))
+        self._alpha = float(alpha)
+        wide = (dtype or torch.get_default_dtype()) == torch.float64
+        self.register_buffer("alpha", self._alpha_buffer(wide, device), persistent=False)
+        factory = {"device": device, "dtype": dtype}
+        self.attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, rope=rope,
+                                       rope_base=rope_base, causal=causal, **factory)
+        self.ffn = make_ffn(ffn, d_model, d_ff, **factory)
+        self.norm1, self.norm2 = (make_norm(norm, d_model, fused_norm, norm_eps, **factory)
+                                  for _ in range(2))
         if placement == "sandwich":   # a second norm on each sublayer's output
-            self.norm1_out, self.norm2_out = (make_norm(norm, d_model, fused_norm) for _ in range(2))
+            self.norm1_out, self.norm2_out = (make_norm(norm, d_model, fused_norm, norm_eps,
+                                                        **factory) for _ in range(2))
+
+    def _alpha_buffer(self, wide: bool, device) -> torch.Tensor:
+        return torch.tensor(self._alpha, dtype=torch.float64 if wide else torch.float32,
+                            device=device)                     # 0-dim; see Args
+
+    def _apply(self, fn, recurse=True):
+        # alpha is a constant, not a weight: after .to / .double() / .half() it is rebuilt from
+        # the Python float, float64 in a float64 module and float32 otherwise (see Args).
+        super()._apply(fn, recurse)
+        self.alpha = self._alpha_buffer(self.alpha.dtype == torch.float64, self.alpha.device)
+        return self
 
     def _sublayer(self, x, f, norm, norm_out=None):
         if self.placement == "pre":
@@ -105,9 +134,12 @@ class TransformerBlock(nn.Module):
             return x + norm_out(f(norm(x)))
         return norm(self.alpha * x + f(x))            # post (alpha = 1) and deepnorm
 
-    def forward(self, x, cache=None):                  # (B, T, C) -> (B, T, C)
+    def forward(self, x, cache=None, position_embeddings=None):    # (B, T, C) -> (B, T, C)
         sandwich = self.placement == "sandwich"
-        attn = self.attn if cache is None else (lambda h: self.attn(h, cache))
+
+        def attn(h):
+            return self.attn(h, cache, position_embeddings)
+
         x = self._sublayer(x, attn, self.norm1, self.norm1_out if sandwich else None)
         return self._sublayer(x, self.ffn, self.norm2, self.norm2_out if sandwich else None)
 

@@ -15,70 +15,179 @@ Conventions:
   paper re-initialize explicitly where they need Xavier.
 - placement="deepnorm" without an explicit alpha takes DeepNet's decoder-only constants for
   n_layers: alpha = (2 n_layers)^(1/4) at run time and beta = (8 n_layers)^(-1/4) at init.
+- The model is described by a frozen ``ModelConfig`` (``model.config``), which ``train_ensemble``
+  compares between members and ``load_llama_weights`` against a HF ``LlamaConfig``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+from typing import ClassVar
+
 import torch
 from torch import nn
 
-from ._checks import check_int
-from .blocks import TransformerBlock, make_norm
+from ._checks import check_choice, check_int, check_number, compute_dtype
+from .blocks import FFNS, NORMS, PLACEMENTS, TransformerBlock, make_norm
 from .deepnorm import deepnorm_constants, deepnorm_init_
 from .kv_cache import KVCache
 
-__all__ = ["TinyTransformerLM"]
+__all__ = ["ModelConfig", "TinyTransformerLM"]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Everything that decides what a ``TinyTransformerLM`` computes, besides its weights (as
+    nanoGPT's ``GPTConfig`` and HF's ``LlamaConfig``). Frozen: ``dataclasses.replace(config,
+    n_layers=6)`` makes a new one.
+
+    Fields: vocab_size V, d_model C, n_layers, n_heads H, max_seq_len; n_kv_heads (None: H);
+    norm ("layernorm" | "rmsnorm") and norm_eps; placement ("post" | "pre" | "deepnorm" |
+    "sandwich"); ffn (a name of ``FFNS``) and d_ff (None: see ``make_ffn``); rope and rope_base;
+    causal; fused_norm (torch's fused norms, the same function); alpha, DeepNorm's residual weight
+    (None: DeepNet's decoder-only (2 n_layers)^(1/4) with placement="deepnorm", 1 otherwise).
+
+    ``PER_MEMBER`` names the fields in which the members of one ``train_ensemble`` may differ:
+    alpha is data (a buffer), not code. Post-LN and DeepNorm also share their code
+    (``norm(alpha x + F(x))``), so placement "post" and "deepnorm" may be mixed too.
+    """
+
+    vocab_size: int
+    d_model: int
+    n_layers: int
+    n_heads: int
+    max_seq_len: int
+    n_kv_heads: int | None = None
+    norm: str = "layernorm"
+    norm_eps: float = 1e-5
+    placement: str = "pre"
+    ffn: str = "relu"
+    d_ff: int | None = None
+    rope: bool = False
+    rope_base: float = 10000.0
+    causal: bool = True
+    fused_norm: bool = False
+    alpha: float | None = None
+
+    PER_MEMBER: ClassVar[tuple[str, ...]] = ("alpha",)
+
+    def __post_init__(self) -> None:
+        fn = "ModelConfig"
+        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "max_seq_len"):
+            check_int(fn, name, getattr(self, name), minimum=1)
+        for name in ("n_kv_heads", "d_ff"):
+            if getattr(self, name) is not None:
+                check_int(fn, name, getattr(self, name), minimum=1)
+        check_choice(fn, "norm", self.norm, NORMS)
+        check_choice(fn, "placement", self.placement, PLACEMENTS)
+        check_choice(fn, "ffn", self.ffn, FFNS)
+        check_number(fn, "norm_eps", self.norm_eps)
+        check_number(fn, "rope_base", self.rope_base, positive=True)
+        for name in ("rope", "causal", "fused_norm"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{fn}: {name} must be True or False, "
+                                f"got {getattr(self, name)!r}")
+        if self.alpha is not None:
+            check_number(fn, "alpha", self.alpha, positive=True)
+
+    @property
+    def block_alpha(self) -> float:
+        """The alpha every block uses: the field, or DeepNet's constant, or 1."""
+        if self.alpha is not None:
+            return self.alpha
+        if self.placement == "deepnorm":
+            return deepnorm_constants(num_decoder_layers=self.n_layers)["decoder"][0]
+        return 1.0
+
+    def differences(self, other: ModelConfig) -> list[tuple[str, object, object]]:
+        """(field, self's value, other's value) for every field in which the two models compute
+        differently: all fields except ``PER_MEMBER``, with placement "post" = "deepnorm"."""
+        def code(config):
+            placement = "deepnorm" if config.placement == "post" else config.placement
+            return {**dataclasses.asdict(config), "placement": placement}
+        mine, theirs = code(self), code(other)
+        return [(f.name, getattr(self, f.name), getattr(other, f.name))
+                for f in dataclasses.fields(self)
+                if f.name not in self.PER_MEMBER and mine[f.name] != theirs[f.name]]
 
 
 class TinyTransformerLM(nn.Module):
     """Decoder-only LM: ``TinyTransformerLM(vocab_size, d_model, n_layers, n_heads, max_seq_len,
-    **block_options)``; block_options go to every ``TransformerBlock`` (n_kv_heads, norm,
-    placement, ffn, d_ff, rope, causal, fused_norm, alpha).
+    **options)``, the options being the other fields of ``ModelConfig`` (n_kv_heads, norm,
+    norm_eps, placement, ffn, d_ff, rope, rope_base, causal, fused_norm, alpha), or
+    ``TinyTransformerLM(config=ModelConfig(...))``. The config is kept as ``model.config``.
+    device, dtype: of the parameters, as every torch module's factory kwargs.
 
-    ``forward(idx, caches=None)`` maps token ids (B, T) to logits (B, T, V). For step-by-step
-    decoding pass ``caches``, one ``KVCache`` per block (``[KVCache() for _ in lm.blocks]``): the
-    T tokens are then positions caches[0].seq_len onwards, and each block appends its keys and
-    values; feeding a sequence in pieces gives the logits of feeding it whole."""
+    ``forward(idx, caches=None)`` maps token ids (B, T) (int64 or int32) to logits (B, T, V). For
+    step-by-step decoding pass ``caches``, one ``KVCache`` per block
+    (``[KVCache() for _ in lm.blocks]``): the T tokens are then positions caches[0].seq_len
+    onwards, and each block appends its keys and values; feeding a sequence in pieces gives the
+    logits of feeding it whole. With rope=True the cos and sin of the positions are computed once
+    per forward pass, in float32 (float64 for a float64 model), and shared by every block.
 
-    def __init__(self, vocab_size: int, d_model: int, n_layers: int, n_heads: int,
-                 max_seq_len: int, **block_options):
+    ``TinyTransformerLM.from_hf_config(llama_config)`` builds the model a HF ``LlamaConfig``
+    describes (see ``normlib.hf``)."""
+
+    def __init__(self, vocab_size: int | None = None, d_model: int | None = None,
+                 n_layers: int | None = None, n_heads: int | None = None,
+                 max_seq_len: int | None = None, *, config: ModelConfig | None = None,
+                 device=None, dtype=None, **options):
         super().__init__()
-        fn = "TinyTransformerLM"
-        for name, value in (("vocab_size", vocab_size), ("d_model", d_model),
-                            ("n_layers", n_layers), ("n_heads", n_heads),
-                            ("max_seq_len", max_seq_len)):
-            check_int(fn, name, value, minimum=1)
-        placement = block_options.get("placement", "pre")
+        sizes = (vocab_size, d_model, n_layers, n_heads, max_seq_len)
+        if config is None:
+            config = ModelConfig(*sizes, **options)
+        elif not isinstance(config, ModelConfig):
+            raise TypeError(f"TinyTransformerLM: config must be a ModelConfig, "
+                            f"got {type(config).__name__}")
+        elif options or any(v is not None for v in sizes):
+            raise TypeError("TinyTransformerLM: give either config or the sizes and options, "
+                            "not both")
+        self.config = c = config
         self.deepnorm_beta = None
-        if placement == "deepnorm":
-            alpha, self.deepnorm_beta = deepnorm_constants(num_decoder_layers=n_layers)["decoder"]
-            block_options = {"alpha": alpha, **block_options}
-        self.max_seq_len = max_seq_len
-        self.tok_emb = nn.Embedding(vocab_size, d_model)
-        self.pos_emb = None if block_options.get("rope") else nn.Embedding(max_seq_len, d_model)
+        if c.placement == "deepnorm":                 # DeepNet's init, whatever the alpha
+            self.deepnorm_beta = deepnorm_constants(num_decoder_layers=c.n_layers)["decoder"][1]
+        self.max_seq_len = c.max_seq_len
+        factory = {"device": device, "dtype": dtype}
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model, **factory)
+        self.pos_emb = None if c.rope else nn.Embedding(c.max_seq_len, c.d_model, **factory)
         self.blocks = nn.ModuleList(
-            TransformerBlock(d_model, n_heads, **block_options) for _ in range(n_layers))
-        needs_final_norm = placement in ("pre", "sandwich")
-        self.norm_f = make_norm(block_options.get("norm", "layernorm"), d_model,
-                                block_options.get("fused_norm", False)) \
+            TransformerBlock(c.d_model, c.n_heads, c.n_kv_heads, norm=c.norm, norm_eps=c.norm_eps,
+                             placement=c.placement, ffn=c.ffn, d_ff=c.d_ff, rope=c.rope,
+                             rope_base=c.rope_base, causal=c.causal, fused_norm=c.fused_norm,
+                             alpha=c.block_alpha, **factory)
+            for _ in range(c.n_layers))
+        needs_final_norm = c.placement in ("pre", "sandwich")
+        self.norm_f = make_norm(c.norm, c.d_model, c.fused_norm, c.norm_eps, **factory) \
             if needs_final_norm else nn.Identity()
-        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False, **factory)
         self.reset_parameters()
+
+    @classmethod
+    def from_hf_config(cls, hf_config, **kwargs) -> TinyTransformerLM:
+        """The model a HF ``LlamaConfig`` describes (sizes, GQA, rms_norm_eps, rope_theta), ready
+        for ``load_llama_weights``; ValueError names every setting normlib cannot represent
+        (biases, another activation or head_dim, rope scaling, ...). kwargs: device, dtype."""
+        from .hf import llama_model_config
+        return cls(config=llama_model_config(hf_config), **kwargs)
 
     @torch.no_grad()
     def reset_parameters(self) -> None:
+        """Re-initialize every weight as at construction: linear layers and norms by their own
+        ``reset_parameters``, embeddings N(0, 1/2), DeepNet's init for placement="deepnorm"."""
         for module in self.modules():
-            if isinstance(module, nn.Linear):
-                module.reset_parameters()
-            elif isinstance(module, nn.Embedding):
+            if isinstance(module, nn.Embedding):
                 nn.init.normal_(module.weight, std=0.5**0.5)
+            elif module is not self and hasattr(module, "reset_parameters"):
+                module.reset_parameters()
         if self.deepnorm_beta is not None:
             deepnorm_init_(self.blocks, self.deepnorm_beta)
 
     def forward(self, idx: torch.Tensor, caches: list[KVCache] | None = None) -> torch.Tensor:
-        if not isinstance(idx, torch.Tensor) or idx.dim() != 2 or idx.dtype != torch.long:
-            raise TypeError(f"TinyTransformerLM: idx must be a (B, T) tensor of token ids (long), "
-                            f"got {getattr(idx, 'dtype', type(idx).__name__)} "
+        if not isinstance(idx, torch.Tensor) or idx.dim() != 2 \
+                or idx.dtype not in (torch.long, torch.int32):
+            raise TypeError(f"TinyTransformerLM: idx must be a (B, T) tensor of token ids (int64 "
+                            f"or int32), got {getattr(idx, 'dtype', type(idx).__name__)} "
                             f"{tuple(getattr(idx, 'shape', ()))}")
         if caches is not None and (not isinstance(caches, list | tuple)
                                    or len(caches) != len(self.blocks)
@@ -92,10 +201,16 @@ class TinyTransformerLM(nn.Module):
             raise ValueError(f"TinyTransformerLM: sequence length must be <= max_seq_len="
                              f"{self.max_seq_len}, got {offset + T}"
                              + (f" ({offset} cached + {T} new)" if offset else ""))
+        positions = torch.arange(offset, offset + T, device=idx.device)    # (T,)
         x = self.tok_emb(idx)                                               # (B, T, C)
         if self.pos_emb is not None:
-            positions = torch.arange(offset, offset + T, device=idx.device)
             x = x + self.pos_emb(positions)                                 # (T, C) broadcasts
+        extra = {}                        # only what a block needs: lessons subclass the block
+        if self.config.rope:              # RoPE's cos and sin, once for every block, (T, D/2)
+            extra["position_embeddings"] = self.blocks[0].attn.rope_cos_sin(positions,
+                                                                            compute_dtype(x))
         for i, block in enumerate(self.blocks):
-            x = block(x) if caches is None else block(x, caches[i])      # (B, T, C)
+            if caches is not None:
+                extra["cache"] = caches[i]
+            x = block(x, **extra)                                           # (B, T, C)
         return self.lm_head(self.norm_f(x))                                 # (B, T, V)

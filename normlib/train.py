@@ -30,7 +30,9 @@ from torch import nn
 from torch.func import functional_call, stack_module_state
 
 from ._checks import check_int, check_number
+from .blocks import TransformerBlock
 from .data import MarkovLanguage
+from .model import ModelConfig
 
 __all__ = ["lm_loss", "train_lm", "train_ensemble"]
 
@@ -46,6 +48,45 @@ def lm_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
 def _structure(model: nn.Module) -> list[tuple[str, tuple[int, ...], torch.dtype]]:
     return [(name, tuple(t.shape), t.dtype)
             for name, t in (*model.named_parameters(), *model.named_buffers())]
+
+
+def _code(model: nn.Module) -> list[tuple[str, str, str]]:
+    """What each submodule computes besides its tensors: (name, class, settings). A block's alpha
+    is data (a buffer) and Post-LN is DeepNorm's code with alpha = 1, so a block shows only
+    whether it is Post-LN/DeepNorm, Pre-LN or Sandwich."""
+    def settings(m):
+        if type(m) is TransformerBlock:
+            return "post/deepnorm" if m.placement in ("post", "deepnorm") else m.placement
+        return m.extra_repr()
+    return [(name, type(m).__qualname__, settings(m)) for name, m in model.named_modules()]
+
+
+def _check_same_code(fn: str, models: list[nn.Module]) -> None:
+    """Every member is run with models[0]'s code: refuse members that compute differently."""
+    first, first_config = models[0], getattr(models[0], "config", None)
+    first_structure, first_code = _structure(first), _code(first)
+    for i, m in enumerate(models[1:], start=1):
+        why = "every member is trained with models[0]'s code"
+        if type(m) is not type(first):
+            raise ValueError(f"{fn}: {why}; models[{i}] is a {type(m).__name__}, "
+                             f"models[0] a {type(first).__name__}")
+        config = getattr(m, "config", None)
+        if isinstance(first_config, ModelConfig) and isinstance(config, ModelConfig):
+            diffs = first_config.differences(config)
+            if diffs:
+                raise ValueError(
+                    f"{fn}: {why}, so members may differ only in {ModelConfig.PER_MEMBER} "
+                    f"(and Post-LN/DeepNorm placement); " + "; ".join(
+                        f"models[{i}].config.{name} = {theirs!r}, models[0]'s = {mine!r}"
+                        for name, mine, theirs in diffs))
+        for (name, cls, how), (_, cls0, how0) in zip(_code(m), first_code, strict=False):
+            if (cls, how) != (cls0, how0):
+                raise ValueError(f"{fn}: {why}; models[{i}].{name or '(root)'} is {cls}({how}), "
+                                 f"models[0]'s is {cls0}({how0})")
+        if _structure(m) != first_structure or len(_code(m)) != len(first_code):
+            raise ValueError(f"{fn}: every model must have the structure of models[0] "
+                             f"({type(first).__name__}: parameter and buffer names, shapes and "
+                             f"dtypes); models[{i}] differs")
 
 
 def train_ensemble(
@@ -65,9 +106,12 @@ def train_ensemble(
     """Train M models of one architecture together with Adam; return the losses, (M, steps).
 
     Args:
-        models: M >= 1 modules of the same class with the same parameter and buffer names, shapes
-            and dtypes (e.g. one config, several seeds; or Post-LN and DeepNorm, whose blocks share
-            a structure). They are updated in place.
+        models: M >= 1 modules that compute the same function of their weights and buffers
+            (every member runs models[0]'s code): the same class, parameter and buffer names,
+            shapes and dtypes, submodules of the same classes and settings, and for
+            ``TinyTransformerLM`` the same ``config`` except its ``PER_MEMBER`` fields (alpha);
+            e.g. one config, several seeds; or Post-LN and DeepNorm, whose blocks share their
+            code. ValueError names the first difference. They are updated in place.
         steps: optimizer steps; lr: peak learning rate; betas, eps: Adam's (betas (0.9, 0.98) as
             Xiong et al. 2020).
         schedules: one ``step -> multiplier`` per member (LambdaLR's convention: step 0 is the first
@@ -94,11 +138,7 @@ def train_ensemble(
     for name, value in (("schedules", schedules), ("seeds", seeds)):
         if len(value) != M:
             raise ValueError(f"{fn}: {name} must have one entry per model ({M}), got {len(value)}")
-    first = _structure(models[0])
-    for i, m in enumerate(models[1:], start=1):
-        if type(m) is not type(models[0]) or _structure(m) != first:
-            raise ValueError(f"{fn}: every model must have the structure of models[0] "
-                             f"({type(models[0]).__name__}); models[{i}] differs")
+    _check_same_code(fn, models)
 
     device = next(models[0].parameters()).device
     for m in models:

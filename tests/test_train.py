@@ -75,10 +75,55 @@ def test_on_step_sees_the_current_weights():
 
 
 def test_ensemble_rejects_models_of_different_shapes():
-    with pytest.raises(ValueError, match=r"models\[1\] differs"):
+    with pytest.raises(ValueError, match=r"models\[1\]\.config\.d_model = 8, models\[0\]'s = 16"):
         nl.train_ensemble([model(0), nl.TinyTransformerLM(**{**CFG, "d_model": 8})],
                           LANG, steps=1, lr=1e-3)
+    with pytest.raises(ValueError, match=r"models\[1\]\.\(root\) is Linear\(in_features=3, "
+                                         r"out_features=5"):             # no config to compare
+        nl.train_ensemble([torch.nn.Linear(3, 4), torch.nn.Linear(3, 5)], LANG, steps=1, lr=1e-3)
+    with pytest.raises(ValueError, match=r"names, shapes and dtypes\); models\[1\] differs"):
+        nl.train_ensemble([torch.nn.Linear(3, 4), torch.nn.Linear(3, 4).double()], LANG, steps=1,
+                          lr=1e-3)
     with pytest.raises(ValueError, match="schedules must have one entry per model"):
         nl.train_ensemble([model(0)], LANG, steps=1, lr=1e-3, schedules=[None, None])
     with pytest.raises(TypeError, match="models must be a non-empty sequence"):
         nl.train_ensemble([], LANG, steps=1, lr=1e-3)
+
+
+@pytest.mark.parametrize("options,field", [(dict(ffn="gelu"), "ffn"), (dict(causal=False), "causal"),
+                                           (dict(norm_eps=1e-6), "norm_eps"),
+                                           (dict(placement="sandwich"), "placement")])
+def test_ensemble_refuses_members_that_compute_differently(options, field):
+    # Review finding 1: every member runs models[0]'s code, and only shapes were compared, so a
+    # GELU member trained as a ReLU model (its losses equal a ReLU model's) and a causal=False
+    # member trained causal. Now the configs are compared and the message names the field.
+    first, other = model(0), model(1, **options)
+    with pytest.raises(ValueError, match=rf"models\[1\]\.config\.{field} = "
+                                         rf"{getattr(other.config, field)!r}, models\[0\]'s = "
+                                         rf"{getattr(first.config, field)!r}"):
+        nl.train_ensemble([first, other], LANG, steps=1, lr=1e-3, batch_size=4, seq_len=8)
+
+
+def test_ensemble_refuses_a_member_whose_block_class_was_swapped():
+    # Lesson 05 swaps a block's class for a wrong DeepNorm; its config still says "deepnorm".
+    class AlphaOnBranch(nl.TransformerBlock):
+        def forward(self, x):
+            x = self.norm1(x + self.alpha * self.attn(x))
+            return self.norm2(x + self.alpha * self.ffn(x))
+
+    right, wrong = model(0, placement="deepnorm"), model(1, placement="deepnorm")
+    for blk in wrong.blocks:
+        blk.__class__ = AlphaOnBranch
+    with pytest.raises(ValueError, match=r"models\[1\]\.blocks\.0 is .*AlphaOnBranch"):
+        nl.train_ensemble([right, wrong], LANG, steps=1, lr=1e-3, batch_size=4, seq_len=8)
+
+
+def test_post_ln_and_deepnorm_members_train_as_they_would_alone():
+    # The per-member fields: alpha (a buffer), and Post-LN is DeepNorm's code with alpha = 1.
+    members = [model(0, placement="post"), model(1, placement="deepnorm")]
+    alone = [model(0, placement="post"), model(1, placement="deepnorm")]
+    assert members[1].config.differences(members[0].config) == []
+    losses = nl.train_ensemble(members, LANG, steps=STEPS, lr=3e-3, batch_size=4, seq_len=8)
+    for i, m in enumerate(alone):
+        expected = nl.train_lm(m, LANG, steps=STEPS, lr=3e-3, batch_size=4, seq_len=8, seed=i)
+        torch.testing.assert_close(losses[i], torch.tensor(expected))
