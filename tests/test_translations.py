@@ -1,18 +1,34 @@
 """The Chinese edition's generator and check (tools.translations), on a small notebook tree in a
 temporary folder: a good pair passes; a changed English cell, a missing block, an out-of-date
-generated notebook, an avoided glossary variant and an unlisted untranslated notebook each fail,
-naming the notebook and the cell."""
+generated notebook, an avoided glossary variant, an English word left in the Chinese prose, an
+entry page linking an English lesson, a stale or missing comment translation and an unlisted
+untranslated notebook each fail, naming the notebook and the cell."""
 
 from __future__ import annotations
 
 import nbformat
 import pytest
 
-from tools.translations import Edition, Layout, main, parse, parse_glossary, sha12, skeleton
+from tools.translations import (
+    Edition,
+    Layout,
+    code_comments,
+    comments_sha,
+    english_words,
+    main,
+    parse,
+    parse_comments,
+    parse_glossary,
+    sha12,
+    skeleton,
+)
 
 INTRO = "# 01 · LayerNorm\n\nSee [the next lesson](02_next.ipynb#2-·-Warmup-(why)) and [the README](../README.md)."
 BODY = "## 1 · Pre-LN and Post-LN\n\nThe norm goes before the sublayer."
 NEXT = "# 02 · Next\n\n## 2 · Warmup (why)\n\nBack to [lesson 01](01_lesson.ipynb#1-·-Pre-LN-and-Post-LN)."
+CODE = "x = 6  # the answer, (B, T)\n# (B, T, C)\ns = '# not a comment'\nprint(x)  # print it\n"
+COMMENTS_ZH = (f"<!-- code c0000003 sha {comments_sha(code_comments(CODE))} -->\n"
+               "the answer, (B, T) => 答案，(B, T)\nprint it => 打印出来\n")
 GLOSSARY = """| English | 中文 | variants to avoid |
 |---|---|---|
 | LayerNorm | 层归一化 | 层标准化 |
@@ -47,12 +63,15 @@ def tree(tmp_path):
     """notebooks/01_lesson.ipynb (translated), notebooks/02_next.ipynb (not yet: PENDING)."""
     root = tmp_path / "notebooks"
     (root / "exercises").mkdir(parents=True)
-    nbformat.write(_notebook(("md", INTRO), ("code", "print(6)"), ("md", BODY)), root / "01_lesson.ipynb")
+    nbformat.write(_notebook(("md", INTRO), ("code", "print(6)"), ("md", BODY), ("code", CODE)),
+                   root / "01_lesson.ipynb")
     nbformat.write(_notebook(("md", NEXT)), root / "02_next.ipynb")
     tr = root / "zh" / "_translations"
     tr.mkdir(parents=True)
     (tr / "01_lesson.md").write_text(LESSON_ZH, "utf-8")
+    (tr / "01_lesson.comments.md").write_text(COMMENTS_ZH, "utf-8")
     (tr / "glossary.md").write_text(GLOSSARY, "utf-8")
+    (tr / "english-words.txt").write_text("# names\nREADME\n", "utf-8")
     (tr / "PENDING").write_text("# untranslated\nnotebooks/02_next.ipynb\n", "utf-8")
     Edition(Layout(root)).write()
     return root
@@ -191,7 +210,8 @@ def test_entry_pages_link_existing_headings_and_the_chinese_edition(tree):
     readme = tree.parent / "README.zh-CN.md"
     readme.write_text("[第 01 课](notebooks/zh/01_lesson.ipynb#1-·-前置归一化（Pre-LN）与后置归一化（Post-LN）)\n"
                       "[第 02 课](notebooks/02_next.ipynb)\n", "utf-8")
-    (tree / "cheatsheet.md").write_text("| x | [01 §1](01_lesson.ipynb#1-·-Pre-LN-and-Post-LN) |\n",
+    (tree / "cheatsheet.md").write_text("| x | [01 §1](01_lesson.ipynb#1-·-Pre-LN-and-Post-LN) "
+                                        "[中文](zh/01_lesson.ipynb#1-·-前置归一化（Pre-LN）与后置归一化（Post-LN）) |\n",
                                         "utf-8")
     assert _problems(tree) == []
     readme.write_text("[lesson 01](notebooks/01_lesson.ipynb)\n[gone](notebooks/zh/02_next.ipynb)\n",
@@ -212,3 +232,112 @@ def test_stale_prints_the_blocks_to_retranslate_with_their_new_sha(tree, capsys)
     assert f"<!-- cell c0000002 sha {sha12(BODY + ' Always.')} -->" in out
     assert f"stale (was sha {sha12(BODY)})" in out and "Always." in out
     assert "c0000000" not in out                                  # the unchanged cell is not listed
+
+
+# ------------------------------------------------------------------- English words in the prose
+
+def test_an_english_word_in_the_chinese_prose_fails_naming_notebook_cell_and_word(tree, capsys):
+    tr = tree / "zh" / "_translations" / "01_lesson.md"
+    tr.write_text(LESSON_ZH.replace("归一化放在子层之前。", "归一化放在每个 block 的子层之前。"), "utf-8")
+    Edition(Layout(tree)).write()
+    assert main(["--check", "--root", str(tree)]) == 1
+    problems = capsys.readouterr().err
+    print(problems)
+    assert ("01_lesson.ipynb cell c0000002 (cell 2): English word 'block' in the Chinese prose"
+            in problems), problems
+    assert problems.count("English word") == 1, problems
+    # A name goes in the allowlist beside the glossary; then it passes.
+    (tree / "zh" / "_translations" / "english-words.txt").write_text("README\nblock\n", "utf-8")
+    assert _problems(tree) == []
+
+
+def test_code_math_links_glosses_quotes_citations_and_names_are_not_prose():
+    allowed = {"token"}
+    clean = ("每个 token 的 `x.std()`、$\\mathrm{LN}(x)$ 和 $$\\text{when } a > 0$$；层归一化（layer "
+             "normalization）；见[这里](../README.md#the-setup)和 <a href=\"x.html\">链接</a>；"
+             "论文题为“Attention Is All You Need”，即 *Root Mean Square Layer Normalization*；"
+             "《为什么Pre Norm的效果不如Post Norm？》；Xiong et al. 2020 和 Zhang and Sennrich 2019；"
+             "GQA、RoPE、LLaMA、float32、d_model、Pre-LN、x 和 y；sqrt(v + eps) * weight + bias。\n"
+             "```python\nfor step in range(3): pass\n```")
+    assert english_words(clean, allowed) == []
+    assert english_words("在固定的 batch 上，每个 head 的 batch 统计量（见 notebook）", allowed) == [
+        "batch", "head"]
+    assert english_words("KV cache 与 Post-norm", allowed) == ["cache", "Post-norm"]
+
+
+# --------------------------------------------------------------------------- entry pages
+
+def test_chinese_pages_must_link_the_chinese_lessons_and_resolve(tree):
+    top = tree.parent
+    (top / "README.zh-CN.md").write_text("[第 01 课](notebooks/01_lesson.ipynb#1-·-Pre-LN-and-Post-LN)\n",
+                                         "utf-8")
+    (top / "docs").mkdir()
+    (top / "docs" / "teaching.zh-CN.md").write_text(
+        "## 讲课\n\n[上面](#讲课)、[不存在](#没有这一节)、[说明](../CONTRIBUTING.md#setup)\n", "utf-8")
+    (top / "CONTRIBUTING.md").write_text("# Contributing\n\n## Set-up\n", "utf-8")
+    (tree / "cheatsheet.md").write_text("| x | [01 §1](01_lesson.ipynb#1-·-Pre-LN-and-Post-LN) |\n",
+                                        "utf-8")
+    problems = _problems(tree)
+    print("\n".join(problems))
+    assert any("README.zh-CN.md:1: link" in p and "has a Chinese edition: link "
+               "notebooks/zh/01_lesson.ipynb#1-·-前置归一化（Pre-LN）与后置归一化（Post-LN）" in p
+               for p in problems), problems
+    assert any("docs/teaching.zh-CN.md:3: link '#没有这一节'" in p and "no heading" in p
+               for p in problems), problems
+    assert any("docs/teaching.zh-CN.md:3: link '../CONTRIBUTING.md#setup'" in p
+               for p in problems), problems
+    assert not any("'#讲课'" in p for p in problems), problems
+    assert any("cheatsheet.md:1: links '01_lesson.ipynb#1-·-Pre-LN-and-Post-LN' but not its Chinese "
+               "edition: add [中文](zh/01_lesson.ipynb#1-·-前置归一化（Pre-LN）与后置归一化（Post-LN）)" in p
+               for p in problems), problems
+    assert len(problems) == 4, problems
+
+
+# ------------------------------------------------------------------------------ code comments
+
+def test_code_comments_are_translated_and_nothing_else_changes(tree):
+    assert _problems(tree) == []
+    english = nbformat.read(tree / "01_lesson.ipynb", as_version=4).cells[3]
+    chinese = nbformat.read(tree / "zh" / "01_lesson.ipynb", as_version=4).cells[3]
+    assert chinese.source == ("x = 6  # 答案，(B, T)\n# (B, T, C)\ns = '# not a comment'\n"
+                              "print(x)  # 打印出来\n")
+    assert chinese.outputs == english.outputs and chinese.id == english.id
+    assert [c.text for c in code_comments(CODE)] == ["the answer, (B, T)", "print it"]
+
+
+def test_a_changed_english_comment_fails_and_stale_shows_it(tree, capsys):
+    nb = nbformat.read(tree / "01_lesson.ipynb", as_version=4)
+    nb.cells[3].source = CODE.replace("# print it", "# print the answer")
+    nbformat.write(nb, tree / "01_lesson.ipynb")
+    problems = _problems(tree)
+    print("\n".join(problems))
+    assert any("01_lesson.ipynb cell c0000003 (cell 3): stale comment translation" in p
+               for p in problems), problems
+    assert any("comment 'print the answer' has no translation" in p for p in problems), problems
+    assert any("translates 'print it', which the cell does not have" in p for p in problems)
+    assert main(["--stale", "--root", str(tree)]) == 0
+    out = capsys.readouterr().out
+    new_sha = comments_sha(code_comments(nb.cells[3].source))
+    assert f"<!-- code c0000003 sha {new_sha} -->" in out
+    assert "the answer, (B, T) => 答案，(B, T)\nprint the answer => \n" in out   # kept, and to do
+
+
+def test_missing_and_untranslated_comments_fail(tree):
+    tr = tree / "zh" / "_translations" / "01_lesson.comments.md"
+    tr.write_text(COMMENTS_ZH.replace("print it => 打印出来", "print it => print it"), "utf-8")
+    problems = _problems(tree)
+    assert any("cell c0000003 (cell 3): comment 'print it' is not translated" in p
+               for p in problems), problems
+    tr.unlink()
+    problems = _problems(tree)
+    assert any("cell c0000003 (cell 3): no translation of its 2 comment(s)" in p
+               for p in problems), problems
+
+
+def test_comment_files_reject_stray_lines():
+    with pytest.raises(ValueError, match=r"c\.md:2: expected 'English comment => 中文'"):
+        parse_comments("<!-- code a sha 0123456789ab -->\nno arrow here\n", "c.md")
+    with pytest.raises(ValueError, match=r"c\.md:1: text before the first"):
+        parse_comments("a => 甲\n", "c.md")
+    blocks = parse_comments("<!-- code a sha 0123456789ab -->\n\na => 甲\n", "c.md")
+    assert [(b.cell, b.lines, b.line) for b in blocks] == [("a", {"a": "甲"}, 1)]

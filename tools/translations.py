@@ -37,11 +37,13 @@ import argparse
 import copy
 import dataclasses
 import hashlib
+import io
 import os
 import pathlib
 import posixpath
 import re
 import sys
+import tokenize
 
 import nbformat
 
@@ -99,6 +101,9 @@ class Layout:
 
     def translation(self, english: pathlib.Path) -> pathlib.Path:
         return self.translations / self.inner(english).with_suffix(".md")
+
+    def comments(self, english: pathlib.Path) -> pathlib.Path:
+        return self.translations / self.inner(english).with_suffix(".comments.md")
 
     def chinese(self, english: pathlib.Path) -> pathlib.Path:
         return self.zh / self.inner(english)
@@ -185,6 +190,171 @@ def avoided_variants(text: str, terms: list[Term]) -> list[tuple[str, Term]]:
     return [(v, t) for t in terms for v in t.avoid if v in masked]
 
 
+# ------------------------------------------------------------------- English words in Chinese prose
+
+CJK = re.compile(r"[\u3400-\u9fff]")
+WORD = re.compile(r"(?<![\w.])[A-Za-z][\w]*(?:['’.-]\w+)*")
+# What is not prose: code, math, markup, link targets, addresses.
+NOT_PROSE = [re.compile(p, re.S) for p in (
+    r"\$\$.*?\$\$", r"(?<!\\)\$[^$\n]+?\$", r"\\\[.*?\\\]", r"\\\(.*?\\\)",   # LaTeX
+    r"`[^`\n]*`",                                                                # code spans
+    r"<!--.*?-->", r"<[^>\n]+>",                                                 # html
+    r"(?<=\])\((?:[^()\s]|\([^()\s]*\))+\)",                                     # link targets
+    r"\b(?:https?|ftp)://\S+", r"\b[\w.-]+\.(?:com|org|io|fm|ai|net|cn)(?:/\S*)?",  # addresses
+)]
+# English kept on purpose: a gloss in full-width parentheses after the Chinese term (the glossary's
+# rule), and quotations or titles in quotes or italics that hold no Chinese.
+GLOSS = re.compile(r"（[^（）]*）|《[^《》\n]*》")           # and titles in 《》, quoted as written
+QUOTED = [re.compile(p) for p in (r"“[^“”\n]*”", r'"[^"\n]*"', r"(?<![*\w])\*[^*\n]+\*(?!\*)")]
+# Author-year citations: "Xiong et al. 2020", "Zhang and Sennrich 2019", "Maas, Hannun & Ng 2013".
+CITATION = re.compile(r"\b[A-Z][a-z]+(?:(?:, | and | & )[A-Z][a-z]+)*(?: et al\.)?,? (?:19|20)\d\d")
+# Code written out in prose: a call f(x), and a word next to an operator (eps) * weight + bias).
+CALL = re.compile(r"\b[A-Za-z_][\w.]*(?=\()")
+OPERATOR = r"(?:(?<!\*)\*(?!\*)|[=/+<>^×]|->|→|[ \t]-[ \t])"
+OPERAND = re.compile(rf"{OPERATOR}[ \t]*[A-Za-z_][\w.]*|[A-Za-z_][\w.]*(?=[ \t]*{OPERATOR})")
+
+
+def prose(markdown: str) -> str:
+    """The prose of a markdown cell: without code fences, code spans, math, html, link targets,
+    addresses, glosses in （…）, quotations and titles without Chinese, citations and calls."""
+    lines, fenced = [], False
+    for line in markdown.splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            lines.append(line)
+    text = "\n".join(lines)
+    for pattern in NOT_PROSE:
+        text = pattern.sub(" ", text)
+    text = GLOSS.sub(" ", text)
+    for pattern in QUOTED:
+        text = pattern.sub(lambda m: m[0] if CJK.search(m[0]) else " ", text)
+    return OPERAND.sub(" ", CALL.sub(" ", CITATION.sub(" ", text)))
+
+
+def is_name(word: str) -> bool:
+    """A word no English sentence is made of: one letter (a variable), a digit, '_' or '.' inside
+    (float32, d_model, x.std), or a capital after the first letter (GQA, RoPE, LayerNorm, arXiv); hyphenated, when a part is one (Pre-LN, n-m)."""
+    if "-" in word:
+        return any(is_name(part) for part in word.split("-") if part)
+    return (len(word) == 1 or any(ch.isdigit() or ch in "_." for ch in word)
+            or any(ch.isupper() for ch in word[1:]))
+
+
+ALLOWLIST = "english-words.txt"                      # beside glossary.md
+
+
+def parse_allowlist(text: str) -> set[str]:
+    """The English words Chinese prose may use: one per line (case-sensitive), '#' comments."""
+    return {w for line in text.splitlines() if (w := line.split("#", 1)[0].strip())}
+
+
+def english_words(markdown: str, allowed: set[str]) -> list[str]:
+    """The English words left in the prose of a Chinese markdown cell, in order, each once."""
+    found = []
+    for word in WORD.findall(prose(markdown)):
+        word = word.rstrip("'’")
+        if not is_name(word) and word not in allowed and word not in found:
+            found.append(word)
+    return found
+
+
+# ------------------------------------------------------------------------------ code comments
+
+CODE_MARKER = re.compile(r"^<!-- code (\S+) sha ([0-9a-f]{12}) -->[ \t]*$")
+ALMOST_CODE_MARKER = re.compile(r"^\s*<!--\s*code\s+\S+\s+sha\b")
+ARROW = " => "
+PRAGMA = re.compile(r"^(?:noqa|type:|pragma|fmt:)")
+
+
+SHAPE = re.compile(r"\((?:[^()]|\([^()]*\))*\)")
+
+
+def translatable(comment: str) -> bool:
+    """Whether a comment's text is prose to translate: outside code written out, it holds an
+    English word that is not a name, or is an all-capital sentence ('YOUR CODE HERE'). A shape
+    alone ('(B, T, C)', '(seeds, L)') and pragmas (noqa, type:, fmt:) stay as they are."""
+    if PRAGMA.match(comment) or SHAPE.fullmatch(comment):
+        return False
+    words = WORD.findall(prose(comment))
+    return (any(not is_name(w) for w in words)
+            or sum(len(w) > 1 and w.isupper() for w in words) > 1)
+
+
+@dataclasses.dataclass
+class Comment:
+    row: int         # 0-based line of the cell's source
+    col: int         # where '#' is on that line
+    lead: str        # '#' and the blank after it, kept in the translation
+    text: str        # the comment's text
+
+
+def code_comments(source: str) -> list[Comment]:
+    """The comments of a code cell that are prose, in order (IPython % and ! lines skipped; a %%
+    cell magic holds no Python). SyntaxError when the cell cannot be tokenized."""
+    if source.lstrip().startswith("%%"):
+        return []
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.split("\n")]
+    found = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO("\n".join(lines)).readline):
+            if token.type == tokenize.COMMENT:
+                text = token.string[1:].strip()
+                lead = token.string[:len(token.string) - len(token.string[1:].lstrip())]
+                if translatable(text):
+                    found.append(Comment(token.start[0] - 1, token.start[1], lead, text))
+    except (tokenize.TokenError, IndentationError) as err:
+        raise SyntaxError(f"cannot read its comments: {err}") from err
+    return found
+
+
+def comments_sha(comments: list[Comment]) -> str:
+    """What a comment block's marker holds: sha12 of the cell's comment texts, one per line."""
+    return sha12("\n".join(c.text for c in comments))
+
+
+@dataclasses.dataclass
+class CommentBlock:
+    cell: str                   # the English code cell's id
+    sha: str                    # comments_sha of the English comments it translates
+    lines: dict[str, str]       # English comment text -> Chinese
+    line: int                   # line of the marker in the file (1-based)
+
+
+def parse_comments(text: str, name: str) -> list[CommentBlock]:
+    """The blocks of a comment-translation file; ValueError naming the file and line for a line
+    that is neither a marker nor 'English => 中文'."""
+    blocks: list[CommentBlock] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = CODE_MARKER.match(line)
+        if not match and ALMOST_CODE_MARKER.match(line):
+            raise ValueError(f"{name}:{number}: malformed marker {line!r}, expected "
+                             "'<!-- code ID sha 12-hex-digits -->'")
+        if match:
+            blocks.append(CommentBlock(match[1], match[2], {}, number))
+        elif line.strip():
+            if not blocks:
+                raise ValueError(f"{name}:{number}: text before the first "
+                                 f"'<!-- code ID sha SHA -->' marker: {line[:60]!r}")
+            english, arrow, chinese = line.partition(ARROW)
+            if not arrow:
+                raise ValueError(f"{name}:{number}: expected 'English comment{ARROW}中文', "
+                                 f"got {line[:60]!r}")
+            blocks[-1].lines[english.strip()] = chinese.strip()
+    return blocks
+
+
+def translate_comments(source: str, lines: dict[str, str]) -> str:
+    """``source`` with each comment found in ``lines`` replaced by its translation; code, blanks
+    and untranslated comments unchanged."""
+    rows = source.split("\n")
+    for comment in code_comments(source):
+        chinese = lines.get(comment.text)
+        if chinese:
+            rows[comment.row] = rows[comment.row][:comment.col] + comment.lead + chinese
+    return "\n".join(rows)
+
+
 # ------------------------------------------------------------------------------ headings, links
 
 def headings(markdown: str) -> list[str]:
@@ -207,6 +377,21 @@ def anchor(heading: str) -> str:
     return text.strip().replace(" ", "-")
 
 
+def github_anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives a markdown file's headings: lower case, punctuation other than '-'
+    dropped, spaces to '-', a repeated one suffixed -1, -2, ..."""
+    found: set[str] = set()
+    for heading in headings(markdown):
+        text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+        slug = re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+        candidate, n = slug, 0
+        while candidate in found:
+            n += 1
+            candidate = f"{slug}-{n}"
+        found.add(candidate)
+    return found
+
+
 def _split_target(target: str) -> tuple[str, str]:
     path, hash_, frag = target.partition("#")
     return path, hash_ + frag
@@ -219,6 +404,8 @@ class Edition:
         self.layout = layout
         glossary = layout.translations / "glossary.md"
         self.terms = parse_glossary(glossary.read_text("utf-8")) if glossary.exists() else []
+        allowlist = layout.translations / ALLOWLIST
+        self.allowed = parse_allowlist(allowlist.read_text("utf-8")) if allowlist.exists() else set()
         self.english = english_notebooks(layout.notebooks)
         self.nbs = {p: nbformat.read(p, as_version=4) for p in self.english}
         self.blocks: dict[pathlib.Path, list[Block]] = {}
@@ -228,6 +415,14 @@ class Edition:
             if path.exists():
                 try:
                     self.blocks[p] = parse(path.read_text("utf-8"), rel(path))
+                except ValueError as err:
+                    self.problems.append(str(err))
+        self.comment_blocks: dict[pathlib.Path, list[CommentBlock]] = {}
+        for p in self.blocks:
+            path = layout.comments(p)
+            if path.exists():
+                try:
+                    self.comment_blocks[p] = parse_comments(path.read_text("utf-8"), rel(path))
                 except ValueError as err:
                     self.problems.append(str(err))
         self.anchors = {p: self._anchor_map(p) for p in self.blocks}
@@ -249,6 +444,64 @@ class Edition:
                 if len(en) == len(zh):
                     mapping.update({anchor(a): anchor(b) for a, b in zip(en, zh, strict=True)})
         return mapping
+
+    def code_pairs(self, english: pathlib.Path):
+        """(cell index, English code cell, its comments, its comment block or None) for every code
+        cell with comments to translate."""
+        by_id = {b.cell: b for b in self.comment_blocks.get(english, [])}
+        out = []
+        for index, cell in enumerate(self.nbs[english].cells):
+            if cell.cell_type == "code":
+                try:
+                    comments = code_comments(cell.source)
+                except SyntaxError:
+                    comments = []
+                if comments:
+                    out.append((index, cell, comments, by_id.get(cell.id)))
+        return out
+
+    def check_comments(self, english: pathlib.Path) -> list[str]:
+        """A comment block for each code cell with comments, in step with its English comments."""
+        out = []
+        path = rel(self.layout.comments(english))
+        pairs = self.code_pairs(english)
+        wanted = {cell.id for _, cell, _, _ in pairs}
+        for index, cell in enumerate(self.nbs[english].cells):
+            if cell.cell_type == "code":
+                try:
+                    code_comments(cell.source)
+                except SyntaxError as err:
+                    out.append(f"{rel(english)} cell {cell.id} (cell {index}): {err}")
+        seen: set[str] = set()
+        for block in self.comment_blocks.get(english, []):
+            if block.cell in seen:
+                out.append(f"{path}:{block.line}: a second block for cell {block.cell}")
+            elif block.cell not in wanted:
+                out.append(f"{path}:{block.line}: block for cell {block.cell}, which is not a code "
+                           f"cell with comments in {rel(english)}: delete or re-key the block")
+            seen.add(block.cell)
+        for index, cell, comments, block in pairs:
+            where = f"{rel(english)} cell {cell.id} (cell {index})"
+            if block is None:
+                out.append(f"{where}: no translation of its {len(comments)} comment(s) in {path}, "
+                           f"e.g. {comments[0].text[:60]!r}")
+                continue
+            if block.sha != comments_sha(comments):
+                out.append(f"{where}: stale comment translation: the English comments changed "
+                           f"(sha {block.sha} in {path}, {comments_sha(comments)} now); "
+                           "`python -m tools.translations --stale` shows them")
+            texts = {c.text for c in comments}
+            for comment in comments:
+                chinese = block.lines.get(comment.text)
+                if not chinese:
+                    out.append(f"{where}: comment {comment.text[:60]!r} has no translation")
+                elif chinese == comment.text:
+                    out.append(f"{where}: comment {comment.text[:60]!r} is not translated")
+            for english_text in block.lines:
+                if english_text not in texts:
+                    out.append(f"{where}: {path} translates {english_text[:60]!r}, which the cell "
+                               "does not have")
+        return out
 
     # -- links
 
@@ -291,6 +544,9 @@ class Edition:
             if block is not None:
                 where = f"{rel(english)} cell {cell.id} (cell {index})"
                 nb.cells[index].source = self.localize(block.text, english, where, bad)
+        for index, _, _, block in self.code_pairs(english):
+            if block is not None:
+                nb.cells[index].source = translate_comments(nb.cells[index].source, block.lines)
         return nb
 
     def check_notebook(self, english: pathlib.Path) -> list[str]:
@@ -329,6 +585,10 @@ class Edition:
             for variant, term in avoided_variants(block.text, self.terms):
                 out.append(f"{where}: uses {variant!r}; the glossary says {term.chinese!r} "
                            f"({term.english})")
+            for word in english_words(block.text, self.allowed):
+                out.append(f"{where}: English word {word!r} in the Chinese prose: translate it, "
+                           f"put it in `code` or a （gloss）, or add it to {ALLOWLIST} if it is a name")
+        out += self.check_comments(english)
         bad: list[str] = []
         generated = nbformat.writes(self.generate(english, bad))
         out += bad
@@ -359,10 +619,8 @@ class Edition:
                 out.append(f"{rel(english)}: no translation file "
                            f"({rel(self.layout.translation(english))}); translate it, or list it in "
                            f"{rel(self.layout.translations / 'PENDING')}")
-        for page in (self.layout.notebooks.parent / "README.zh-CN.md",
-                     self.layout.notebooks / "cheatsheet.md"):
-            if page.exists():
-                out += self.check_page(page)
+        for page in self.pages():
+            out += self.check_page(page)
         expected = {self.layout.chinese(p).resolve() for p in self.blocks}
         for path in sorted(self.layout.zh.rglob("*.ipynb")):
             if ".ipynb_checkpoints" not in path.parts and path.resolve() not in expected:
@@ -384,31 +642,62 @@ class Edition:
             return None
         return {anchor(h) for c in nb.cells if c.cell_type == "markdown" for h in headings(c.source)}
 
+    def pages(self) -> list[pathlib.Path]:
+        """The Chinese entry pages: *.zh-CN.md at the top level and under docs/, and the cheat
+        sheet (bilingual: its proof links must reach both editions)."""
+        top = self.layout.notebooks.parent
+        found = sorted(top.glob("*.zh-CN.md")) + sorted((top / "docs").rglob("*.zh-CN.md"))
+        return found + [p for p in [self.layout.notebooks / "cheatsheet.md"] if p.exists()]
+
+    def chinese_target(self, english: pathlib.Path, frag: str, page: pathlib.Path) -> str:
+        """The link from ``page`` to the Chinese edition of ``english`` at the same heading."""
+        key = frag[1:]
+        zh_frag = "#" + self.anchors[english][key] if key in self.anchors[english] else frag
+        return posixpath.relpath(self.layout.chinese(english).as_posix(),
+                                 page.parent.as_posix()) + zh_frag
+
     def check_page(self, page: pathlib.Path) -> list[str]:
-        """Links of an entry page (README.zh-CN.md, the cheat sheet): every file exists, every
-        #anchor into a notebook is one of its headings, and README.zh-CN.md links the Chinese
-        edition of every lesson that has one."""
+        """Links of an entry page: every file exists, every #anchor is one of the target's
+        headings (a notebook's, as JupyterLab makes them; a markdown file's, as GitHub does), a
+        *.zh-CN.md page links the Chinese edition of every notebook that has one, and each row of
+        the cheat sheet that links an English lesson links its Chinese edition too."""
         out = []
-        for number, line in enumerate(page.read_text("utf-8").splitlines(), start=1):
-            for m in MD_LINK.finditer(line):
+        text = page.read_text("utf-8")
+        zh_page = page.name.endswith(".zh-CN.md")
+        for number, line in enumerate(text.splitlines(), start=1):
+            linked = []
+            for m in [*MD_LINK.finditer(line), *HTML_LINK.finditer(line)]:
                 target = m[2]
-                if SCHEME.match(target) or target.startswith("#"):
+                if SCHEME.match(target) or target.startswith("/"):
                     continue
                 path, frag = _split_target(target)
-                dest = pathlib.Path(os.path.normpath(page.parent / path.replace("/", os.sep)))
+                dest = (page if not path else
+                        pathlib.Path(os.path.normpath(page.parent / path.replace("/", os.sep))))
                 where = f"{rel(page)}:{number}: link {target!r}"
                 if not dest.exists():
                     out.append(f"{where}: no such file")
                     continue
+                linked.append(dest.resolve())
                 if dest.suffix == ".ipynb":
                     known = self._anchors_of(dest)
                     if known is None and dest.resolve().is_relative_to(self.layout.zh.resolve()):
                         out.append(f"{where}: a Chinese notebook without a translation file")
                     elif frag and known is not None and frag[1:] not in known:
                         out.append(f"{where}: {rel(dest)} has no heading with that anchor")
-                    if page.name == "README.zh-CN.md" and dest in self.blocks:
+                    if zh_page and dest in self.blocks:
                         out.append(f"{where}: {rel(dest)} has a Chinese edition: link "
-                                   f"{rel(self.layout.chinese(dest))}")
+                                   f"{self.chinese_target(dest, frag, page)}")
+                elif dest.suffix == ".md" and frag and frag[1:] not in github_anchors(
+                        dest.read_text("utf-8")):
+                    out.append(f"{where}: {rel(dest)} has no heading with that anchor")
+            if page.name == "cheatsheet.md":
+                for m in MD_LINK.finditer(line):
+                    path, frag = _split_target(m[2])
+                    dest = pathlib.Path(os.path.normpath(page.parent / path.replace("/", os.sep)))
+                    if (dest in self.blocks
+                            and self.layout.chinese(dest).resolve() not in linked):
+                        out.append(f"{rel(page)}:{number}: links {m[2]!r} but not its Chinese "
+                                   f"edition: add [中文]({self.chinese_target(dest, frag, page)})")
         return out
 
     def write(self) -> list[pathlib.Path]:
@@ -441,6 +730,17 @@ class Edition:
                                 f"<!-- ({state}, cell {index}) the English now: -->\n{cell.source}\n")
             if todo:
                 parts.append(f"==> {rel(self.layout.translation(english))}\n" + "\n".join(todo))
+            todo = []
+            for index, cell, comments, block in self.code_pairs(english):
+                if block is None or block.sha != comments_sha(comments):
+                    state = "no translation" if block is None else f"stale (was sha {block.sha})"
+                    old = {} if block is None else block.lines
+                    todo.append(f"<!-- code {cell.id} sha {comments_sha(comments)} -->\n"
+                                f"<!-- ({state}, cell {index}) -->\n"
+                                + "".join(f"{c.text}{ARROW}{old.get(c.text, '')}\n"
+                                          for c in dict((c.text, c) for c in comments).values()))
+            if todo:
+                parts.append(f"==> {rel(self.layout.comments(english))}\n" + "\n".join(todo))
         return "\n".join(parts)
 
 
