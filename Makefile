@@ -111,7 +111,9 @@ check-exercises: setup
 # The Chinese edition (README.zh-CN.md): notebooks/zh/ is generated from the English notebooks and
 # the translation files in notebooks/zh/_translations/. `translations` regenerates it (after the
 # English notebooks are re-executed, say); `check-translations` (part of `make test`) fails when an
-# English markdown cell has no translation or changed since it was translated, naming notebook and cell.
+# English markdown cell or code comment has no translation or changed since it was translated, when
+# the Chinese prose keeps an English word (not in _translations/english-words.txt), or when a Chinese
+# page (*.zh-CN.md, the cheat sheet) misses a Chinese lesson or has a broken link, naming the place.
 .PHONY: translations check-translations
 translations: setup
 	$(PY) -m tools.translations --write
