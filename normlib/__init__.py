@@ -3,8 +3,9 @@
 Every layer that PyTorch also ships matches PyTorch's numbers (see tests/). Modules, one idea each:
 norms (BatchNorm, LayerNorm, RMSNorm), deepnorm, blocks (Post/Pre/DeepNorm/Sandwich placement),
 schedules (warmup), activations (activations, GLU variants, FFNs), rope, rope_scaling (context
-extension), attention (MHA, GQA, MQA), kv_cache (a KV cache for decoding), model
-(TinyTransformerLM), hf (Hugging Face LLaMA weights into it), data (a synthetic language), train
+extension), attention (MHA, GQA, MQA; QK-norm), kv_cache (a KV cache for decoding),
+sliding_window (banded masks, a rolling cache), softcap (logit soft-capping), z_loss, dyt
+(Dynamic Tanh), mla (multi-head latent attention), model (TinyTransformerLM), hf (Hugging Face LLaMA weights into it), data (a synthetic language), train
 (a training loop), viz (plot style), diagrams (labelled block diagrams, ``nl.diagrams``).
 """
 
@@ -26,12 +27,14 @@ from .activations import (
     silu,
     swish,
 )
-from .attention import MultiHeadAttention, attention, repeat_kv
+from .attention import QK_NORMS, MultiHeadAttention, attention, repeat_kv
 from .blocks import FFNS, NORMS, PLACEMENTS, TransformerBlock, make_ffn, make_norm
 from .data import MarkovLanguage
 from .deepnorm import deepnorm_constants, deepnorm_init_
-from .hf import hf_llama_to_normlib_name, load_llama_weights
+from .dyt import DyT, dyt
+from .hf import hf_llama_to_normlib_name, llama_model_config, load_llama_weights
 from .kv_cache import KVCache, kv_cache_bytes
+from .mla import MultiHeadLatentAttention, mla_cache_elements
 from .model import ModelConfig, TinyTransformerLM
 from .norms import BatchNorm, LayerNorm, RMSNorm, batch_norm, layer_norm, rms_norm
 from .rope import (
@@ -52,16 +55,21 @@ from .rope_scaling import (
     yarn_frequencies,
 )
 from .schedules import cosine_with_warmup, inverse_sqrt, linear_warmup
+from .sliding_window import RollingKVCache, sliding_window_mask
+from .softcap import softcap
 from .train import lm_loss, train_ensemble, train_lm
+from .z_loss import z_loss
 
 __all__ = [
     "__version__",
     "ACTIVATIONS", "GLU_VARIANTS", "FeedForward", "GLUFeedForward", "activation", "gelu",
     "glu_variant", "leaky_relu", "llama_ffn_hidden_dim", "relu", "silu", "swish",
     "MultiHeadAttention", "attention", "repeat_kv", "KVCache", "kv_cache_bytes",
+    "QK_NORMS", "RollingKVCache", "sliding_window_mask", "softcap", "z_loss", "DyT", "dyt",
+    "MultiHeadLatentAttention", "mla_cache_elements",
     "FFNS", "NORMS", "PLACEMENTS", "TransformerBlock", "make_ffn", "make_norm",
     "MarkovLanguage", "deepnorm_constants", "deepnorm_init_", "ModelConfig", "TinyTransformerLM",
-    "hf_llama_to_normlib_name", "load_llama_weights",
+    "hf_llama_to_normlib_name", "llama_model_config", "load_llama_weights",
     "BatchNorm", "LayerNorm", "RMSNorm", "batch_norm", "layer_norm", "rms_norm",
     "ROPE_LAYOUTS", "apply_rope", "apply_rope_complex", "half_to_interleaved",
     "rope_cos_sin", "rope_decay_bound", "rope_frequencies", "rotate",

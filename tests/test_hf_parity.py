@@ -13,6 +13,7 @@ Every HF module is built from a config object (no download). Tolerances, per com
   by a few ulp (up to 9e-7 relative measured) from normlib's float64 values.
 """
 
+import dataclasses
 import functools
 
 import pytest
@@ -208,11 +209,85 @@ def test_load_llama_weights_refuses_a_model_that_is_not_llama_shaped():
     hf = llama().LlamaForCausalLM(_config())
     post = nl.TinyTransformerLM(50, 64, 3, 4, 32, n_kv_heads=2, norm="layernorm",
                                 placement="post", ffn="swiglu", d_ff=96, rope=True)
-    with pytest.raises(ValueError, match="placement='post'.*norm=LayerNorm"):
+    with pytest.raises(ValueError, match="norm='layernorm'.*placement='post'"):
         load_llama_weights(post, hf)
     wide = nl.TinyTransformerLM(50, 64, 3, 4, 32, norm="rmsnorm", ffn="swiglu", d_ff=96,
                                 rope=True)                   # 4 key/value heads, HF has 2
-    with pytest.raises(RuntimeError, match="k_proj.weight"):
+    with pytest.raises(ValueError, match="model.config.n_kv_heads = 4, HF num_key_value_heads = 2"):
         load_llama_weights(wide, hf)
-    with pytest.raises(KeyError, match="'model.layers.0.self_attn.q_norm.weight'"):
+    with pytest.raises(RuntimeError, match="k_proj.weight"):        # a state dict has no config
+        load_llama_weights(wide, hf.state_dict())
+    with pytest.raises(LookupError, match="'model.layers.0.self_attn.q_norm.weight'") as info:
         hf_llama_to_normlib_name("model.layers.0.self_attn.q_norm.weight")
+    assert type(info.value) is LookupError      # not KeyError, whose str() repr-quotes the message
+    causal = nl.TinyTransformerLM(config=dataclasses.replace(nl.llama_model_config(_config()),
+                                                             causal=False))
+    with pytest.raises(ValueError, match=r"causal=False \(LLaMA: True\)"):
+        load_llama_weights(causal, hf)
+
+
+def _hf_with_norm_weights(config):
+    """A LlamaForCausalLM in eval mode, its norm weights moved away from their init of ones."""
+    hf = llama().LlamaForCausalLM(config).eval()
+    with torch.no_grad():
+        for name, p in hf.named_parameters():
+            if name.endswith("norm.weight"):
+                p.uniform_(0.5, 1.5)
+    return hf
+
+
+def test_from_hf_config_reproduces_llama3_constants():
+    # Review finding 7: rope_theta 500,000 (Llama 3) and rms_norm_eps 1e-6 (LlamaConfig's
+    # default) were accepted silently by a model that computes with 10,000 and 1e-5 (logits off by
+    # up to 6.8 and 4.9e-4). from_hf_config represents them; the logits are equal.
+    config = _config(rope_theta=500_000.0, rms_norm_eps=1e-6)
+    hf = _hf_with_norm_weights(config)
+    lm = nl.TinyTransformerLM.from_hf_config(config)
+    assert (lm.config.rope_base, lm.config.norm_eps) == (500_000.0, 1e-6)
+    load_llama_weights(lm, hf)
+    idx = torch.randint(50, (2, 32))
+    with torch.no_grad():
+        close(lm(idx), hf(idx).logits)
+
+
+def test_load_llama_weights_names_every_config_mismatch():
+    hf = _hf_with_norm_weights(_config(rope_theta=500_000.0, rms_norm_eps=1e-6))
+    lm = nl.TinyTransformerLM(50, 64, 3, 4, 32, n_kv_heads=2, norm="rmsnorm", ffn="swiglu",
+                              d_ff=96, rope=True)                    # eps 1e-5, base 10,000
+    with pytest.raises(ValueError) as info:
+        load_llama_weights(lm, hf)
+    for words in ("model.config.norm_eps = 1e-05, HF rms_norm_eps = 1e-06",
+                  "model.config.rope_base = 10000.0, HF rope_theta = 500000.0"):
+        assert words in str(info.value)
+
+
+def test_load_llama_weights_takes_torchs_fused_rmsnorm():
+    # Review finding 7: fused_norm=True (nn.RMSNorm, the same function) was refused with
+    # "norm=RMSNorm (LLaMA: 'rmsnorm')".
+    config = _config()
+    hf = _hf_with_norm_weights(config)
+    lm = nl.TinyTransformerLM(config=dataclasses.replace(nl.llama_model_config(config),
+                                                         fused_norm=True))
+    load_llama_weights(lm, hf)
+    idx = torch.randint(50, (2, 32))
+    with torch.no_grad():
+        close(lm(idx), hf(idx).logits)
+
+
+@pytest.mark.parametrize("setting,words", [
+    (dict(attention_bias=True), "attention_bias=True (normlib: False)"),
+    (dict(mlp_bias=True), "mlp_bias=True (normlib: False)"),
+    (dict(hidden_act="gelu"), "hidden_act='gelu' (normlib: 'silu')"),
+    (dict(head_dim=32), "head_dim=32 (normlib: 16)"),
+    (dict(rope_parameters=dict(rope_type="linear", rope_theta=10000.0, factor=2.0)),
+     "rope_type='linear' (normlib: 'default')"),
+])
+def test_configs_normlib_cannot_represent_are_named(setting, words):
+    config = _config(**setting)
+    with pytest.raises(ValueError, match="cannot represent") as info:
+        nl.TinyTransformerLM.from_hf_config(config)
+    assert words in str(info.value)
+    lm = nl.TinyTransformerLM(50, 64, 3, 4, 32, n_kv_heads=2, norm="rmsnorm", ffn="swiglu",
+                              d_ff=96, rope=True)
+    with pytest.raises(ValueError, match="cannot represent"):
+        load_llama_weights(lm, llama().LlamaForCausalLM(config))
