@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import inspect
 import io
+import traceback
 import warnings
-import weakref
 from collections.abc import Callable
 
 import matplotlib as mpl
@@ -166,18 +167,38 @@ def levels(ax, lines: dict, at: float, **text_kw) -> None:
 # a key press to the new plot). Building a new figure per move and letting the inline backend ship
 # it costs a figure build and two draws (bbox_inches="tight" lays the figure out once more to crop
 # it). A live figure is built once; a move calls its update, which changes the artists in place
-# (set_data, set_text...); then only the changed artists are drawn over a cached background (when
-# limits and ticks stay put), cropped to the box measured at the first drawing, and sent to the
-# browser as one message.
+# (set_data, set_text...) and returns the ones it moves. Those are drawn over a background kept
+# from the last full drawing, as matplotlib's FuncAnimation(blit=True) does: they are marked
+# animated, so a full drawing leaves them out, and a change to them does not mark the figure stale.
+# A stale figure after an update (a new title, limits, a removed line: anything else) is drawn in
+# full, which keeps a new background. The image is cropped to the content, and sent to the browser
+# as one message.
 
-_UPDATES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # figure -> its update
-_CROPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # figure -> (size, dpi, bbox)
-_BLITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # figure -> (frame, background, artists, footprints)
+class _Live:
+    """A live figure's state, kept on the figure (``fig._normlib_live``): closing the figure frees
+    it with the figure."""
+
+    def __init__(self, update: Callable[..., object]):
+        self.update = update
+        self.moving: list = []          # the declared artists, in the order a full drawing draws them
+        self.background = None          # the canvas without them, from the last full drawing
+        self.box = None                 # the content's box (inches) at the last full drawing
+
+
+def _state(fig) -> _Live:
+    state = getattr(fig, "_normlib_live", None)
+    if state is None:
+        raise ValueError("update: fig is not a live figure; build it with normlib.viz.live(fig, update)")
+    return state
 
 
 def live(fig, update: Callable[..., object]):
-    """Make ``fig`` a live figure and return it: ``update(**controls)`` redraws its changing parts
-    in place. ``update``'s defaults are the controls' values the figure shows first; ``live`` calls
+    """Make ``fig`` a live figure and return it. ``update(**controls)`` changes the figure's moving
+    parts in place and returns them (a list of artists, as ``FuncAnimation(blit=True)``'s function
+    does): lines, bars, texts, a legend (not its texts), an axes' title, an image. A move draws
+    just those over the rest of the figure as last drawn; if the update changed anything else (a
+    title it does not return, the axes' limits, an artist added or removed), the figure is drawn
+    in full. ``update``'s defaults are the controls' values the figure shows first; ``live`` calls
     it once with them. A widget callback builds the fixed parts of its figure (axes, labels, empty
     artists), defines ``update`` and returns ``live(fig, update)``."""
     from matplotlib.figure import Figure
@@ -185,161 +206,98 @@ def live(fig, update: Callable[..., object]):
         raise TypeError(f"live: fig must be a matplotlib Figure, got {type(fig).__name__}")
     if not callable(update):
         raise TypeError(f"live: update must be a function of the controls' values, got {update!r}")
-    _UPDATES[fig] = update
-    update()
+    fig._normlib_live = state = _Live(update)
+    _declare(fig, state, update())
     return fig
 
 
 def update(fig, **values) -> None:
-    """Call the update of the live figure ``fig`` (see ``live``) with the controls' ``values``."""
-    if fig not in _UPDATES:
-        raise ValueError("update: fig is not a live figure; build it with normlib.viz.live(fig, update)")
-    _UPDATES[fig](**values)
+    """Call the update of the live figure ``fig`` (see ``live``) with the controls' ``values``, and
+    mark the artists it returns as the moving ones."""
+    state = _state(fig)
+    _declare(fig, state, state.update(**values))
 
 
-def _frame(fig) -> tuple:
-    """What the unchanging parts of a drawing depend on: size, resolution, and each axes' place,
-    limits, scales and tick labels."""
-    def ticks(axis):
-        locs = axis.get_majorticklocs()
-        return tuple(locs), tuple(axis.major.formatter.format_ticks(locs))
-    return (tuple(fig.get_size_inches()), fig.dpi,
-            tuple((ax.get_position().bounds, ax.get_xlim(), ax.get_ylim(), ax.get_xscale(),
-                   ax.get_yscale(), ticks(ax.xaxis), ticks(ax.yaxis)) for ax in fig.axes))
+def _declare(fig, state: _Live, returned) -> None:
+    """Make ``returned`` (an update's result) the figure's animated artists, in drawing order."""
+    from matplotlib.artist import Artist
+    returned = [] if returned is None else [returned] if isinstance(returned, Artist) else returned
+    try:
+        returned = list(returned)
+    except TypeError:
+        raise TypeError(f"live: update must return the artists it moves (a list), got "
+                        f"{returned!r}") from None
+    # a full drawing draws the figure's children by zorder, each axes drawing its own by zorder
+    order = {a: i for i, a in enumerate(sorted(
+        (a for a in fig.get_children() if a is not fig.patch), key=lambda a: a.get_zorder()))}
+    rank = {}
+    for artist in returned:
+        if not isinstance(artist, Artist):
+            raise TypeError(f"live: update must return the artists it moves, got {artist!r} in "
+                            f"{returned!r}")
+        if artist in order:
+            rank[artist] = (order[artist], 0, 0)
+        elif artist.axes in order and artist in (children := artist.axes.get_children()):
+            rank[artist] = (order[artist.axes], artist.get_zorder(), children.index(artist))
+        else:
+            raise ValueError(f"live: update returned {artist!r}, which is not drawn by an axes or "
+                             "the figure itself (a legend's text, a tick label, or an artist "
+                             "removed from the figure): return what draws it (the legend, the axes)")
+    for ax in {artist.axes for artist in returned if artist.axes in order and artist.axes.axison}:
+        children = ax.get_children()          # the spines are drawn over a line at the axes' edge
+        rank.update({spine: (order[ax], spine.get_zorder(), children.index(spine))
+                     for spine in ax.spines.values() if spine not in rank})
+    moving = sorted(rank, key=rank.get)
+    if moving != state.moving:                # a new set: what leaves it goes into the background
+        for artist in state.moving:
+            if artist not in rank:
+                artist.set_animated(False)
+        for artist in moving:
+            artist.set_animated(True)
+        state.moving, state.background = moving, None
 
 
-def _moving(fig) -> set:
-    """The artists an update changed (matplotlib marks them stale), with whatever is drawn above
-    them in their axes (a legend over a line). Axes and spines count as the frame (_frame)."""
-    from matplotlib.axis import Axis
-    from matplotlib.spines import Spine
-    moving = {a for a in fig.get_children() if a.stale and a not in fig.axes and a is not fig.patch}
-    for ax in fig.axes:
-        changed = [a for a in ax.get_children()
-                   if a.stale and a is not ax.patch and not isinstance(a, (Axis, Spine))]
-        if changed:
-            low = min(a.get_zorder() for a in changed)
-            moving |= {a for a in ax.get_children() if a.get_zorder() >= low and a is not ax.patch}
-    return moving
-
-
-def _in_drawing_order(fig, artists) -> list:
-    """``artists`` in the order a full drawing draws them: by zorder, ties in the order added."""
-    rank = {a: i for i, a in enumerate(fig.get_children())}
-    rank.update({a: i for ax in fig.axes for i, a in enumerate(ax.get_children())})
-    return sorted(artists, key=lambda a: (a.get_zorder(), rank.get(a, 0)))
-
-
-def _hidden(artists):
-    """Hide ``artists`` for a drawing; return a function that shows them again. The axes place their
-    titles while drawing as if hidden ones were empty: their positions are put back too."""
-    from matplotlib.text import Text
-    shown = {a: a.get_visible() for a in artists}
-    placed = {a: a.get_position() for a in artists if isinstance(a, Text)}
-    for artist in artists:
-        artist.set_visible(False)
-
-    def show():
-        for artist, visible in shown.items():
-            artist.set_visible(visible)
-        for text, position in placed.items():
-            text.set_position(position)
-    return show
-
-
-def _footprints(fig, axes) -> dict:
-    """Each axes' box on the canvas with everything it draws (ticks, labels, title), in pixels."""
-    renderer = fig.canvas.get_renderer()
-    return {ax: ax.get_tightbbox(renderer) for ax in axes}
-
-
-def _draw(fig) -> None:
-    """Draw ``fig`` into its Agg buffer. When only some artists changed since the last drawing and
-    the frame (limits, ticks, size) did not, restore a background drawn without them and draw
-    just those (blitting): a figure's text (ticks, labels) is most of a full drawing's time. When
-    the frame of some axes changed (a plot that rescales) but not of the others, only those axes
-    are drawn again (``_redraw_axes``)."""
-    from matplotlib.image import AxesImage
-    frame, last = _frame(fig), _BLITS.get(fig)
-    moving = _moving(fig) if last is not None else set()     # a first drawing: nothing moved yet
-    if fig.get_layout_engine() is not None or any(isinstance(a, AxesImage) for a in moving):
-        # a layout engine places the axes around what is shown; images are composited: draw in full
-        fig.canvas.draw()
-        _BLITS.pop(fig, None)
-        return
-    if last is not None and last[0] == frame and moving <= last[2]:
-        fig.canvas.restore_region(last[1])
-        for artist in _in_drawing_order(fig, last[2]):
+def _draw(fig, state: _Live) -> None:
+    """Draw ``fig`` into its Agg buffer: in full (animated artists left out: the background, kept;
+    then the content's box measured) when something other than its moving artists changed, or the
+    last drawing failed; then the moving artists over it. A drawing that raises leaves the next
+    one to draw in full."""
+    try:
+        if state.background is None or fig.stale:
+            state.background = None
+            fig.canvas.draw()
+            state.box = fig.get_tightbbox(fig.canvas.get_renderer())
+            fig.stale = False       # measuring puts the axes' titles back in place: not a change
+            state.background = fig.canvas.copy_from_bbox(fig.bbox)
+        else:
+            fig.canvas.restore_region(state.background)
+        for artist in state.moving:
             fig.draw_artist(artist)
-        return
-    if last is not None and _redraw_axes(fig, frame, last, moving):
-        return
-    moving |= last[2] if last is not None and last[0] == frame else set()
-    show = _hidden(moving)
-    fig.canvas.draw()
-    background = fig.canvas.copy_from_bbox(fig.bbox)
-    footprints = _footprints(fig, fig.axes) if len(fig.axes) > 1 else None   # for _redraw_axes
-    show()
-    for artist in _in_drawing_order(fig, moving):
-        fig.draw_artist(artist)
-    _BLITS[fig] = (frame, background, moving, footprints)
+    except BaseException:
+        state.background = None
+        raise
 
 
-def _redraw_axes(fig, frame, last, moving) -> bool:
-    """Redraw in part a figure in which the frame of some axes changed but not of the others: on
-    the last background, clear the changed axes' footprints (old and new) to the figure's colour,
-    draw those axes again without their moving artists, keep that as the new background, then draw
-    every moving artist. Returns False, having drawn nothing, where that could differ from a full
-    drawing: a new size, every axes changed, a footprint that touches another axes' or the
-    figure's own artists, a figure colour that is not opaque, or an artist of an unchanged axes
-    that did not move last time."""
-    old_frame, background, last_moving, old_prints = last
-    if old_prints is None or old_frame[:2] != frame[:2] or len(old_frame[2]) != len(frame[2]):
-        return False
-    changed = [ax for ax, new, old in zip(fig.axes, frame[2], old_frame[2], strict=True) if new != old]
-    if not changed or len(changed) == len(fig.axes) or any(ax not in old_prints for ax in fig.axes):
-        return False
-    face = mpl.colors.to_rgba(fig.get_facecolor())
-    if face[3] != 1:
-        return False
-    inside = {a for ax in changed for a in ax.get_children()}
-    if any(a not in last_moving for a in moving - inside):
-        return False                    # it is in the last background in its old state
-    show = _hidden(moving)
-    new_prints = _footprints(fig, changed)
-    show()
-    renderer = fig.canvas.get_renderer()
+def _content_box(fig, state: _Live):
+    """The box (inches) around everything drawn: the last full drawing's, with the moving
+    artists' (they may have grown since); artists clipped to their axes' box are inside it."""
     from matplotlib.transforms import Bbox
-    cleared = [Bbox.union([old_prints[ax], new_prints[ax]]).padded(2) for ax in changed]
-    others = [old_prints[ax] for ax in fig.axes if ax not in changed]
-    others += [a.get_window_extent(renderer) for a in fig.get_children()
-               if a.get_visible() and a not in fig.axes and a is not fig.patch and a not in moving]
-    if any(box.overlaps(other.padded(2)) for box in cleared for other in others):
-        return False
-    fig.canvas.restore_region(background)
-    pixels = np.asarray(fig.canvas.buffer_rgba())
-    height, width = pixels.shape[:2]
-    color = np.array([round(255 * c) for c in face], dtype=np.uint8)
-    for box in cleared:
-        x0, x1 = max(int(np.floor(box.x0)), 0), min(int(np.ceil(box.x1)), width)
-        y0, y1 = max(height - int(np.ceil(box.y1)), 0), min(height - int(np.floor(box.y0)), height)
-        pixels[y0:y1, x0:x1] = color
-    moving = moving | (last_moving - inside)
-    show = _hidden(moving)
-    for ax in changed:
-        fig.draw_artist(ax)
-    background = fig.canvas.copy_from_bbox(fig.bbox)
-    show()
-    for artist in _in_drawing_order(fig, moving):
-        fig.draw_artist(artist)
-    _BLITS[fig] = (frame, background, moving, {**old_prints, **new_prints})
-    return True
+    renderer = fig.canvas.get_renderer()
+    boxes = [state.box]
+    for artist in state.moving:
+        inside = (artist.get_clip_on() and artist.axes is not None
+                  and artist.get_clip_box() is artist.axes.bbox and artist.get_clip_path() is None)
+        if artist.get_visible() and artist.get_in_layout() and not inside:
+            box = artist.get_tightbbox(renderer)
+            if box is not None and box.width > 0 and box.height > 0:
+                boxes.append(box.transformed(fig.dpi_scale_trans.inverted()))
+    return Bbox.union(boxes)
 
 
 def _grow_to_fit(fig, tight) -> None:
     """Enlarge ``fig`` to hold ``tight`` (inches, its content's box), keeping every axes' size and
     place relative to the content: what savefig's bbox_inches="tight" does for one image, done
-    once, so that every later drawing fits the canvas."""
+    when the content first sticks out, so that later drawings fit the canvas."""
     (w, h), pad = fig.get_size_inches(), 0.02
     x0, y0 = min(tight.x0, 0) - pad, min(tight.y0, 0) - pad
     new_w, new_h = max(tight.x1, w) + pad - x0, max(tight.y1, h) + pad - y0
@@ -351,32 +309,27 @@ def _grow_to_fit(fig, tight) -> None:
 
 
 def png(fig) -> bytes:
-    """``fig`` drawn to PNG bytes, cropped as the inline backend crops (bbox_inches="tight"), but
-    to the box measured at its first drawing (widened to the figure's width, so a longer title
-    still fits; a figure whose labels stick out is enlarged once to hold them): measuring the box
-    on every move costs half a drawing more. Only what changed since the last call is redrawn
-    when the axes' limits and ticks did not change (see ``_draw``)."""
+    """The live figure ``fig`` drawn to PNG bytes (see ``_draw``), cropped as the inline backend
+    crops (bbox_inches="tight"), but never narrower than the figure, so that the image keeps its
+    width while a title changes. A figure whose content sticks out of it is enlarged to hold it
+    (except under a layout engine, which keeps the content inside)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.transforms import Bbox
     from PIL import Image
     if not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
-    _draw(fig)
-    size, dpi = tuple(fig.get_size_inches()), fig.dpi
-    crop = _CROPS.get(fig)
-    if crop is None or crop[:2] != (size, dpi):
-        tight = fig.get_tightbbox(fig.canvas.get_renderer())
-        if tight.x0 < 0 or tight.y0 < 0 or tight.x1 > size[0] or tight.y1 > size[1]:
-            _grow_to_fit(fig, tight)                     # once: labels beyond the edge get room
-            _draw(fig)
-            size, tight = tuple(fig.get_size_inches()), fig.get_tightbbox(fig.canvas.get_renderer())
-        box = Bbox.union([tight, Bbox.from_extents(0, tight.y0, size[0], tight.y1)]).padded(
-            mpl.rcParams["savefig.pad_inches"])
-        crop = (size, dpi, Bbox.from_extents(max(box.x0, 0), max(box.y0, 0), min(box.x1, size[0]),
-                                             min(box.y1, size[1])))
-        _CROPS[fig] = crop
-    box = crop[2]
-    out = io.BytesIO()
+    state = _state(fig)
+    _draw(fig, state)
+    size = tuple(fig.get_size_inches())
+    tight = _content_box(fig, state)
+    if fig.get_layout_engine() is None and (tight.x0 < 0 or tight.y0 < 0 or tight.x1 > size[0]
+                                            or tight.y1 > size[1]):
+        _grow_to_fit(fig, tight)                  # marks the figure stale: drawn in full
+        _draw(fig, state)
+        size, tight = tuple(fig.get_size_inches()), _content_box(fig, state)
+    box = Bbox.union([tight, Bbox.from_extents(0, tight.y0, size[0], tight.y1)]).padded(
+        mpl.rcParams["savefig.pad_inches"])
+    dpi, out = fig.dpi, io.BytesIO()
     rgba = np.asarray(fig.canvas.buffer_rgba())
     height, width = rgba.shape[:2]
     # the canvas has whole pixels (a grown figure's size in pixels need not be): clamp, or a box
@@ -393,8 +346,9 @@ def interactive(callback: Callable, **controls):
     such as a list of options, or ``ipywidgets.fixed(value)``), above the plot. ``callback`` is
     called once with every value and must return a live figure (see ``live``); each move calls the
     figure's update with the values of the shown controls (fixed ones never change) and shows the
-    figure drawn once. Text the update prints shows under the plot.
-    Labels are never cut off. ``display()`` the result."""
+    figure drawn once. Text the update prints shows under the plot, and so does the traceback of an update or a drawing
+    that raises (the plot stays as last drawn). Labels are never cut off. ``display()`` the
+    result; its ``close()`` closes its controls too, which frees the figure."""
     import ipywidgets as widgets
     import matplotlib.pyplot as plt
 
@@ -417,39 +371,61 @@ def interactive(callback: Callable, **controls):
         shown[name] = control
 
     def values():
-        return {**fixed, **{name: control.value for name, control in shown.items()}}
+        return {name: control.value for name, control in shown.items()}
 
     first = io.StringIO()
     with contextlib.redirect_stdout(first):
-        fig = callback(**values())
-    if fig not in _UPDATES:
+        fig = callback(**fixed, **values())
+    if getattr(fig, "_normlib_live", None) is None:
         raise TypeError(f"interactive: {getattr(callback, '__name__', callback)} must return a live "
                         "figure: return normlib.viz.live(fig, update)")
     plt.close(fig)                     # the widget shows it; the inline backend must not show it again
     out = widgets.Output()
+    drawn = {"image": None}
 
-    def show(printed: str) -> None:
+    def show(printed: str, error: BaseException | None = None) -> None:
         # One message: the Output widget's content replaced at once (clear_output and display
         # inside `with out:` send four: capture on, clear, image, capture off).
-        image = {"output_type": "display_data", "metadata": {},
-                 "data": {"image/png": base64.b64encode(png(fig)).decode("ascii")}}
+        if error is None:
+            drawn["image"] = {"output_type": "display_data", "metadata": {},
+                              "data": {"image/png": base64.b64encode(png(fig)).decode("ascii")}}
         text = [{"output_type": "stream", "name": "stdout", "text": printed}] if printed else []
-        out.outputs = (image, *text)
+        if error is not None:
+            text.append({"output_type": "error", "ename": type(error).__name__,
+                         "evalue": str(error),
+                         "traceback": traceback.format_exception(error)})
+        out.outputs = (*([drawn["image"]] if drawn["image"] else []), *text)
 
     def move(change):
         printed = io.StringIO()
         try:
             with contextlib.redirect_stdout(printed):
-                update(fig, **{name: control.value for name, control in shown.items()})
-        except Exception:
-            with out:                  # the traceback shows in the widget, under the last plot
-                raise
-        else:
-            show(printed.getvalue())
+                update(fig, **values())
+                show(printed.getvalue())
+        except Exception as error:     # the traceback shows in the widget, under the last plot
+            show(printed.getvalue(), error)
 
     for control in shown.values():
         control.observe(move, "value")
     show(first.getvalue())
-    box = widgets.VBox([*shown.values(), out])
-    box.add_class("widget-interact")
-    return box
+    return _widget_class()([*shown.values(), out], fig)
+
+
+@functools.cache
+def _widget_class():
+    import ipywidgets as widgets
+
+    class Widget(widgets.VBox):
+        """An ``interactive`` widget: closing it closes its controls and output, whose callbacks
+        hold the figure (ipywidgets keeps every open widget). ``figure`` is the live figure."""
+
+        def __init__(self, children, figure):
+            super().__init__(children)
+            self.figure = figure
+            self.add_class("widget-interact")
+
+        def close(self):
+            for child in self.children:
+                child.close()
+            super().close()
+    return Widget

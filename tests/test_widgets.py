@@ -7,17 +7,24 @@ with its default arguments (the widget's initial values); it must leave exactly 
 return it as a live figure (``normlib.viz.live(fig, update)``): its ``update`` (what a control's
 move runs) is then called with the same values and the figure drawn to PNG as the widget shows it
 (``normlib.viz.png``). Every widget, in the lessons and the practice notebooks, is built by
-``normlib.viz.interactive``. How fast they answer is a benchmark, not a test: ``make bench`` times
-them (tests/bench.py).
+``normlib.viz.interactive``; each displayed widget's controls are then moved one step each, and
+after every move the picture (only the artists its update returns, drawn over the last full
+drawing) must equal, pixel for pixel, the figure drawn in full. How fast they answer is a
+benchmark, not a test: ``make bench`` times them (tools/bench.py).
 """
 
+import contextlib
 import inspect
 import io
+import math
 import pathlib
+import re
 import warnings
 
+import ipywidgets as widgets
 import matplotlib
 import nbformat
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -68,6 +75,57 @@ def widget_notebooks():
             yield path
 
 
+def shown_widgets(path: pathlib.Path) -> list[tuple[str, object]]:
+    """(callback name, widget) for each ``nl.viz.interactive`` widget the notebook displays: its
+    setup and callback cells run, then the cells that display widgets, with ``display`` caught."""
+    shown: list = []
+    ns: dict = {"__name__": "__notebook__", "display": shown.append}
+    names = []
+    with contextlib.redirect_stdout(io.StringIO()):
+        for cell, _ in run_widget_cells(path, ns, also=lambda c: "nl.viz.interactive(" in c.source):
+            names += re.findall(r"nl\.viz\.interactive\(\s*(\w+)", cell.source)
+            ns["display"] = shown.append                   # a setup cell may import display
+    return list(zip(names, shown, strict=True))
+
+
+def one_step(control, forward: bool):
+    """The value one key press gives ``control``: the other state (checkbox, toggle), the next
+    option (dropdown, toggle buttons, selection slider), or one step up or down (slider; down at
+    the top, up at the bottom; a log slider steps its exponent)."""
+    if isinstance(control.value, bool):
+        return not control.value
+    if hasattr(control, "options"):
+        values = [o[1] if isinstance(o, tuple) else o for o in control.options]
+        return values[(values.index(control.value) + 1) % len(values)]
+    log = isinstance(control, widgets.FloatLogSlider)
+    at = math.log(control.value, control.base) if log else control.value
+    up = forward and at + control.step <= control.max or at - control.step < control.min
+    at += control.step if up else -control.step
+    return control.base ** at if log else at
+
+
+def drawn_in_full(fig) -> np.ndarray:
+    """The canvas of ``fig`` drawn by matplotlib alone (no artist left out as animated), as RGBA
+    pixels. A live figure's own background is a copy, so its next move is drawn as before."""
+    animated = [a for a in (*fig.get_children(), *(c for ax in fig.axes for c in ax.get_children()))
+                if a.get_animated()]
+    for artist in animated:
+        artist.set_animated(False)
+    try:
+        fig.canvas.draw()
+        return np.asarray(fig.canvas.buffer_rgba()).copy()
+    finally:
+        for artist in animated:
+            artist.set_animated(True)
+
+
+def differing_pixels(part: np.ndarray, full: np.ndarray) -> int:
+    """How many pixels differ between two canvases (all of them if their sizes differ)."""
+    if part.shape != full.shape:
+        return max(part.size, full.size) // 4
+    return int((part != full).any(-1).sum())
+
+
 def call_and_draw(fn):
     """Call a callback with its defaults and render every figure it left open; return its result."""
     with warnings.catch_warnings():
@@ -102,4 +160,30 @@ def test_widget_callbacks_run_alone_and_draw_one_figure(path):
         assert image.width > w / 2 and image.height > h / 2, \
             f"{path.name}:{name}: a {image.width}x{image.height} PNG of a {w}x{h} canvas"
         assert len(plt.get_fignums()) == 1, f"{path.name}:{name}: its update opened another figure"
+        plt.close("all")
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(ROOT / "notebooks")))
+                                  for p in widget_notebooks()])
+def test_each_move_drawn_in_part_equals_the_figure_drawn_in_full(path):
+    """Every displayed widget, each control moved one step forward then back (the first control
+    four times): after each move, the canvas the widget cropped its picture from equals the figure
+    drawn in full, pixel for pixel; the picture is a PNG of it."""
+    found = shown_widgets(path)
+    assert found, f"{path.name}: no nl.viz.interactive widget is displayed"
+    for name, box in found:
+        fig, controls = box.figure, [c for c in box.children if isinstance(c, widgets.ValueWidget)]
+        moves = [(controls[0], i % 2 == 0) for i in range(4)]
+        moves += [(c, forward) for c in controls[1:] for forward in (True, False)]
+        for control, forward in moves:
+            with contextlib.redirect_stdout(io.StringIO()):
+                control.value = one_step(control, forward)
+            outputs = box.children[-1].outputs
+            assert not [o for o in outputs if o["output_type"] == "error"], \
+                f"{path.name}:{name} raised on {control.description} = {control.value!r}: {outputs}"
+            part = np.asarray(fig.canvas.buffer_rgba()).copy()
+            differ = differing_pixels(part, drawn_in_full(fig))
+            assert differ == 0, (f"{path.name}:{name}: after {control.description} = "
+                                 f"{control.value!r}, {differ} px differ from a full drawing")
+        box.close()
         plt.close("all")

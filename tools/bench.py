@@ -19,11 +19,9 @@ from __future__ import annotations
 import contextlib
 import datetime
 import io
-import math
 import os
 import pathlib
 import platform
-import re
 import statistics
 import sys
 import tempfile
@@ -32,7 +30,6 @@ import time
 import matplotlib
 
 matplotlib.use("Agg")
-import ipywidgets as widgets  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import torch  # noqa: E402
@@ -45,7 +42,8 @@ from test_widgets import (  # noqa: E402
     ROOT,
     call_and_draw,
     callbacks,
-    run_widget_cells,
+    one_step,
+    shown_widgets,
     widget_notebooks,
 )
 
@@ -111,33 +109,6 @@ def widget_rows(ref_fig: float) -> list[tuple[str, float, float]]:
             t = median_seconds(call, 5)
             rows.append((f"{path.relative_to(ROOT / 'notebooks')}:{name}", t, t / ref_fig))
     return rows
-
-
-def shown_widgets(path: pathlib.Path) -> list[tuple[str, object]]:
-    """(callback name, widget) for each ``nl.viz.interactive`` widget the notebook displays: its
-    setup and callback cells run, then the cells that display widgets, with ``display`` caught."""
-    shown: list = []
-    ns: dict = {"__name__": "__notebook__", "display": shown.append}
-    names = []
-    with contextlib.redirect_stdout(io.StringIO()):
-        for cell, _ in run_widget_cells(path, ns, also=lambda c: "nl.viz.interactive(" in c.source):
-            names += re.findall(r"nl\.viz\.interactive\(\s*(\w+)", cell.source)
-            ns["display"] = shown.append                   # a setup cell may import display
-    return list(zip(names, shown, strict=True))
-
-
-def one_step(control, forward: bool):
-    """The value one key press gives ``control``: the next option (dropdown, toggle, selection
-    slider), or one step up or down (slider; down at the top, up at the bottom; a log slider steps
-    its exponent)."""
-    if hasattr(control, "options"):
-        values = [o[1] if isinstance(o, tuple) else o for o in control.options]
-        return values[(values.index(control.value) + 1) % len(values)]
-    log = isinstance(control, widgets.FloatLogSlider)
-    at = math.log(control.value, control.base) if log else control.value
-    up = forward and at + control.step <= control.max or at - control.step < control.min
-    at += control.step if up else -control.step
-    return control.base ** at if log else at
 
 
 def move_rows(ref_fig: float) -> list[tuple[str, float, float]]:
