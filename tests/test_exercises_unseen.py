@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from normlib import exercises as ex
+from normlib.exercises._session import Session
 
 CANNOT_TELL = {"cannot_tell", "wrong_values", "wrong_grad", "nan", "running_wrong", "dx_form"}
 
@@ -787,6 +788,40 @@ class LlamaNoDownProjection(Llama):
         return (F.silu(self.ffn.w1(z)) * self.ffn.w3(z))[..., : z.shape[-1]]
 
 
+# A third batch for 12 (issue 22): wrong blocks whose RoPE is right. Before the fix, the RoPE probe
+# added "positions 1 .. T" to such diagnoses (RoPE scores depend only on relative positions, so that
+# offset is no mistake), the gate probe blamed the gate for a shared norm, and a GQA repeat by
+# .repeat() could not be told.
+class LlamaReluGate(Llama):
+    def mlp(self, z):
+        return self.ffn.w2(F.relu(self.ffn.w1(z)) * self.ffn.w3(z))
+
+
+class LlamaSigmoidGate(Llama):
+    def mlp(self, z):
+        return self.ffn.w2(torch.sigmoid(self.ffn.w1(z)) * self.ffn.w3(z))
+
+
+class LlamaSharedNorm(Llama):
+    def forward(self, x):            # one norm weight for both sublayers
+        h = x + self.attention(self.norm(x, self.attn_norm.weight))
+        return h + self.mlp(self.norm(h, self.attn_norm.weight))
+
+
+class LlamaTiledKv(Llama):
+    def attention(self, h):
+        B, T, C = h.shape
+        a = self.attn
+        q = a.q_proj(h).view(B, T, self.nh, self.hd).transpose(1, 2)
+        k = a.k_proj(h).view(B, T, self.nkv, self.hd).transpose(1, 2)
+        v = a.v_proj(h).view(B, T, self.nkv, self.hd).transpose(1, 2)
+        q, k = self.rope(q, k)
+        g = self.nh // self.nkv
+        k, v = k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)          # head h reads h % n_kv_heads
+        s = q @ k.transpose(2, 3) * self.scale() + self.mask(T).to(q.dtype)
+        return a.o_proj((s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C))
+
+
 def lnb_rstd_twice(dy, x, weight, eps=1e-5):
     dx, dw, db = ln_backward()(dy, x, weight, eps)
     return dx * torch.rsqrt(x.var(-1, unbiased=False, keepdim=True) + eps), dw, db
@@ -838,7 +873,15 @@ HELD_OUT = [
      {"post_norm", "no_residual"}),
     ("llama_block", "scores not scaled", LlamaUnscaled, {"attention_scale"}),
     ("llama_block", "no down projection", LlamaNoDownProjection, {"no_down_projection"}),
+    ("llama_block", "ReLU gate, RoPE right", LlamaReluGate, {"gate_activation"}),
+    ("llama_block", "sigmoid gate, RoPE right", LlamaSigmoidGate, {"gate_activation"}),
+    ("llama_block", "one norm weight for both sublayers", LlamaSharedNorm,
+     {"norm_weight_unused"}),
+    ("llama_block", "kv heads tiled by repeat()", LlamaTiledKv, {"kv_repeat"}),
 ]
+
+# Findings a correct diagnosis of these cases must not carry: a RoPE that is right (issue 22).
+FALSE_FINDINGS = ("positions 1 .. T", "RoPE with", "does not return silu(z) * z")
 
 
 def verdict(key: str, name: str, fn, accepted: set) -> tuple[str, object]:
@@ -861,6 +904,68 @@ def test_unseen_mistake_is_caught_and_never_misnamed(key, name, fn, accepted):
     outcome, result = verdict(key, name, fn, accepted)
     assert outcome != "passed", result
     assert outcome != "wrong", result
+
+
+@pytest.mark.parametrize("name, cls", [(n, c) for k, n, c, _ in HELD_OUT
+                                       if c in (LlamaReluGate, LlamaSigmoidGate, LlamaSharedNorm,
+                                                LlamaTiledKv, LlamaGeglu)])
+def test_a_block_whose_rope_is_right_gets_no_rope_finding(name, cls):
+    result = ex.check_llama_block(cls)
+    assert not any(text in result.diagnosis for text in FALSE_FINDINGS), result.diagnosis
+
+
+# Correct answers: the references the tests pass, in the conventions the checkers accept.
+def ln_float32(x, weight, bias, eps=1e-5):            # x.float(), as the notes write it
+    return (_xhat(x.float(), eps) * weight.float() + bias.float()).to(x.dtype)
+
+
+def rms_float32(x, weight, eps=1e-6):
+    h = x.float()
+    return (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).type_as(x) * weight
+
+
+def rope_interleaved(x, base=10000.0):
+    T, D = x.shape[-2], x.shape[-1]
+    theta = base ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)
+    ang = torch.outer(torch.arange(T, dtype=torch.float64), theta).repeat_interleave(2, -1)
+    h = x.float()
+    rot = torch.stack((-h[..., 1::2], h[..., 0::2]), -1).flatten(-2)
+    return (h * ang.cos().float() + rot * ang.sin().float()).to(x.dtype)
+
+
+CORRECT = [
+    (ex.check_layer_norm, ln_float32),
+    (ex.check_rms_norm, rms_float32),
+    (ex.check_batch_norm, batch_norm()),
+    (ex.check_deep_norm, deep_norm()),
+    (ex.check_swiglu_ffn, swiglu(lambda m, x: m.w2(F.silu(m.w1(x)) * m.w3(x)))),
+    (ex.check_rope, rope_halves),
+    (ex.check_rope, rope_interleaved),
+    (ex.check_warmup_cosine, schedule()),
+    (ex.check_gelu_tanh, lambda x: 0.5 * x * (1 + torch.tanh(C * (x + 0.044715 * x ** 3)))),
+    (ex.check_attention, attn),
+    (ex.check_attention, lambda q, k, v, causal=True: attn(q, k, v, causal,
+                                                           fill=torch.finfo(q.dtype).min)),
+    (ex.check_layer_norm_backward, ln_backward()),
+    (ex.check_multi_head_attention, Mha),
+    (ex.check_llama_block, Llama),
+]
+
+
+@pytest.mark.parametrize("checker, fn", CORRECT, ids=[f"{c.__name__}-{i}"
+                                                     for i, (c, _) in enumerate(CORRECT)])
+def test_every_probe_finds_nothing_on_a_correct_answer(checker, fn, monkeypatch):
+    """Probes run only after a failure; here they run on correct answers, and none may fire (a
+    probe that fires on a correct answer would add a false finding to a real diagnosis)."""
+    findings = []
+
+    def probe(session, *probes):
+        findings.extend((p.__name__, p()) for p in probes)
+
+    monkeypatch.setattr(Session, "probe", probe)
+    result = checker(fn)
+    assert result.passed, result
+    assert findings and all(out is None for _, out in findings), findings
 
 
 def table() -> dict[str, Counter]:

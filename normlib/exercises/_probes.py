@@ -74,7 +74,9 @@ def norm_probes(s, call, *, centred: bool) -> list:
 
     def shift():
         c = randn(4, 6, 1, seed=502, dtype=torch.float64, scale=3.0)
-        same = near(plain(x + c), plain(x), 1e-5, 1e-7)
+        # loose enough for a correct answer computed in float32 (x.float()), whose output moves
+        # by ~1e-6 with the shift; a norm that does (or does not) centre moves it by ~1
+        same = near(plain(x + c), plain(x), 1e-4, 1e-5)
         if centred and not same:
             return ("not_centred", "Adding a constant to a row changed its output: LayerNorm "
                     "subtracts the row's own mean first, so x and x + c must give the same output.")

@@ -69,8 +69,6 @@ LLAMA_MISTAKES = {
     "rope_frequencies": ("RoPE frequencies without the 2", "theta_i = base^(-2i / D) for "
                          "i = 0 .. D/2 - 1 (torch.arange(0, D, 2) / D): with base^(-i / D) the "
                          "frequencies fall too slowly."),
-    "rope_positions": ("RoPE positions start at 1", "the first token is at position 0 (it is not "
-                       "rotated): torch.arange(T)."),
     "gate_activation": ("the gate's activation is not SiLU", "SwiGLU gates with SiLU, "
                         "x * sigmoid(x): w2(silu(w1(z)) * w3(z)); GELU gives GEGLU, sigmoid GLU."),
     "attention_scale": ("wrong attention scale", "the scores are q . k / sqrt(head_dim), "
@@ -79,6 +77,10 @@ LLAMA_MISTAKES = {
                   "o_proj before the residual add."),
     "no_down_projection": ("w2 not applied", "the FFN ends with the down projection w2 "
                            "(hidden_dim -> d_model): w2(silu(w1(z)) * w3(z))."),
+    "kv_repeat": ("key/value heads repeated in the wrong order", "query head h reads key/value "
+                  "head h // (n_heads // n_kv_heads): repeat each kv head in place "
+                  "(repeat_interleave on dim 1, HF's repeat_kv), not the whole block "
+                  "(k.repeat(1, g, 1, 1) gives head h % n_kv_heads)."),
     "gate_up_swapped": ("gate and up swapped", "SiLU goes on w1 (the gate): "
                         "w2(silu(w1(z)) * w3(z))."),
 }
@@ -96,12 +98,13 @@ def _shapes(C, H, hidden, H_kv):
     return ((C,), (C, C), (kv, C), (kv, C), (C, C), (C,), (hidden, C), (hidden, C), (C, hidden))
 
 
-def _rope(t, layout, step=2, start=0):
-    """t (B, H, T, D) rotated at positions start .. start + T - 1, theta_i = 10000^(-step i / D)
-    (step 2 is RoPE's; step 1 forgets the 2)."""
+def _rope(t, layout, step=2):
+    """t (B, H, T, D) rotated at positions 0 .. T - 1, theta_i = 10000^(-step i / D) (step 2 is
+    RoPE's; step 1 forgets the 2). Positions 1 .. T are no mistake a block can show: attention
+    scores depend only on the distance between positions, so every offset gives the same block."""
     T, D = t.shape[-2:]
     theta = 10000.0 ** (-step * torch.arange(D // 2, dtype=torch.float64) / D)     # (D/2,)
-    angle = torch.arange(start, start + T, dtype=torch.float64)[:, None] * theta   # (T, D/2)
+    angle = torch.arange(T, dtype=torch.float64)[:, None] * theta                  # (T, D/2)
     cos, sin = angle.cos().to(t.dtype), angle.sin().to(t.dtype)
     if layout == "half":
         a, b = t[..., : D // 2], t[..., D // 2:]
@@ -111,7 +114,7 @@ def _rope(t, layout, step=2, start=0):
 
 
 def _block(x, W, H, H_kv, *, placement="pre", res_attn=True, res_ffn=True, norm="rms",
-           rope="half", swap=False, gate=F.silu, rope_step=2, rope_start=0):
+           rope="half", swap=False, gate=F.silu, rope_step=2, repeat="interleave"):
     """The block with the classic mistakes as options (the mutants); W in the order of _NAMES."""
     n1, Wq, Wk, Wv, Wo, n2, W1, W3, W2 = W
     B, T, C = x.shape
@@ -124,10 +127,14 @@ def _block(x, W, H, H_kv, *, placement="pre", res_attn=True, res_ffn=True, norm=
 
     def attn(t):
         q = (t @ Wq.T).view(B, T, H, D).transpose(1, 2)
-        k = (t @ Wk.T).view(B, T, H_kv, D).transpose(1, 2).repeat_interleave(g, 1)
-        v = (t @ Wv.T).view(B, T, H_kv, D).transpose(1, 2).repeat_interleave(g, 1)
+        k = (t @ Wk.T).view(B, T, H_kv, D).transpose(1, 2)
+        v = (t @ Wv.T).view(B, T, H_kv, D).transpose(1, 2)
+        if repeat == "tile":
+            k, v = k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)                      # (B, H, T, D)
+        else:
+            k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
         if rope != "none":
-            q, k = _rope(q, rope, rope_step, rope_start), _rope(k, rope, rope_step, rope_start)
+            q, k = _rope(q, rope, rope_step), _rope(k, rope, rope_step)
         s = (q @ k.transpose(-2, -1) / math.sqrt(D)).masked_fill(
             ~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
         return (s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C) @ Wo.T
@@ -156,9 +163,9 @@ def _mutants(x, W, H, H_kv):
         ("rope_layout", dict(rope="interleaved")),
         ("gate_up_swapped", dict(swap=True)),
         ("rope_frequencies", dict(rope_step=1)),
-        ("rope_positions", dict(rope_start=1)),
         ("gate_activation", dict(gate=F.gelu)),
         ("gate_activation", dict(gate=torch.sigmoid)),
+        ("kv_repeat", dict(repeat="tile")),
     ]]
 
 
@@ -383,12 +390,14 @@ def _probes(s: Session, build) -> list:
         return None
 
     def activation():
-        """w1 = w3 = w2^T = [I; 0]: the FFN returns act(z) * z per feature, z = ffn_norm(x)."""
+        """w1 = w3 = w2^T = [I; 0]: the FFN returns act(z) * z per feature, z = ffn_norm(x). Both
+        norms get the same weight, so that a block that uses one norm twice reads the same z."""
         if broken:
             return None
         pick = torch.eye(hidden, C, dtype=torch.float64)
         f = run(x, **{"attn.o_proj.weight": zero("attn.o_proj.weight"), "ffn.w1.weight": pick,
-                      "ffn.w3.weight": pick, "ffn.w2.weight": pick.T.contiguous()}) - x
+                      "ffn.w3.weight": pick, "ffn.w2.weight": pick.T.contiguous(),
+                      "attn_norm.weight": base[5]}) - x
         z = rms(x, base[5])
         act = f / z                         # loose below: the learner's eps may be 1e-6
         if near(act, F.silu(z), 1e-4, 1e-7):
@@ -406,14 +415,15 @@ def _probes(s: Session, build) -> list:
     def scale():
         """Token 0 = 0, token 1 = u; q = k = v = o = identity and the FFN off: the output at
         position 1 is u + p * z (z = attn_norm(u)), p = sigmoid(scale * |z_h|^2) per head (RoPE
-        rotates a query and a key at the same position alike)."""
+        rotates a query and a key at the same position alike). Both norms get the same weight."""
         if broken:
             return None
         D = C // H
         u = randn(C, seed=824, dtype=torch.float64, scale=0.5, offset=0.5)
         xs = torch.stack([torch.zeros(C, dtype=torch.float64), u]).unsqueeze(0)     # (1, 2, C)
         eye = torch.eye(C, dtype=torch.float64)
-        y = run(xs, **{name: eye for name in _NAMES[1:5]}, **{"ffn.w2.weight": zero("ffn.w2.weight")})
+        y = run(xs, **{name: eye for name in _NAMES[1:5]}, **{"ffn.w2.weight": zero("ffn.w2.weight"),
+                                                          "ffn_norm.weight": base[0]})
         z = rms(u, base[0])
         got = []
         for h in range(H):
@@ -443,6 +453,8 @@ def _probes(s: Session, build) -> list:
         W = list(base)
         W[_NAMES.index("ffn.w2.weight")] = zero("ffn.w2.weight")
         y = run(x, **off)
+        if near(y, _block(x, W, H, H), 1e-6, 1e-9):          # the attention is right
+            return None
         for key, kw, text in _ROPE_VARIANTS:
             if near(y, _block(x, W, H, H, **kw), 1e-6, 1e-9):
                 return (key, text)
@@ -458,6 +470,4 @@ _ROPE_VARIANTS = [
     ("rope_frequencies", dict(rope_step=1), "Your attention matches RoPE with theta_i = "
      "base^(-i / D): the exponent misses its 2. theta_i = base^(-2i / D), i = 0 .. D/2 - 1, "
      "i.e. 1 / base ** (torch.arange(0, D, 2) / D)."),
-    ("rope_positions", dict(rope_start=1), "Your attention matches RoPE with positions 1 .. T: the "
-     "first token sits at position 0, torch.arange(T)."),
 ]
