@@ -322,11 +322,15 @@ def test_a_changed_english_comment_fails_and_stale_shows_it(tree, capsys):
     assert "the answer, (B, T) => 答案，(B, T)\nprint the answer => \n" in out   # kept, and to do
 
 
-def test_missing_and_untranslated_comments_fail(tree):
+def test_missing_untranslated_and_avoided_comment_translations_fail(tree):
     tr = tree / "zh" / "_translations" / "01_lesson.comments.md"
     tr.write_text(COMMENTS_ZH.replace("print it => 打印出来", "print it => print it"), "utf-8")
     problems = _problems(tree)
     assert any("cell c0000003 (cell 3): comment 'print it' is not translated" in p
+               for p in problems), problems
+    tr.write_text(COMMENTS_ZH.replace("答案", "层标准化的答案"), "utf-8")
+    problems = _problems(tree)
+    assert any("cell c0000003 (cell 3): comment translation uses '层标准化'" in p
                for p in problems), problems
     tr.unlink()
     problems = _problems(tree)

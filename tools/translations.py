@@ -13,22 +13,41 @@ markdown cell, in notebook order, each opened by a marker line::
     ## 1 · 前置归一化与后置归一化（Pre-Norm / Post-Norm）
 
 ``cell`` is the English cell's id, ``sha`` the first 12 hex digits of sha256(English source, UTF-8).
-The block's text, stripped of leading and trailing blank lines, replaces the cell's source. Code
-cells, outputs, execution counts, metadata and attachments are the English notebook's, unchanged.
+The block's text, stripped of leading and trailing blank lines, replaces the cell's source.
 Links are rewritten for the Chinese notebook's folder: a link to a notebook that has a Chinese
 edition goes to it (its ``#heading`` anchor translated, since JupyterLab's anchors are the heading
 text), anything else goes to the English file, one level up.
+
+Code comments are translated too; nothing else in a code cell changes (code, outputs, execution
+counts, metadata and attachments are the English notebook's: a comment changes no output).
+``_translations/[exercises/]NAME.comments.md`` holds one block per code cell that has comments in
+prose (a shape alone, ``# (B, T, C)``, or a pragma stays as it is), each opened by a marker and
+holding one line per comment, its English text, `` => `` and the Chinese::
+
+    <!-- code 6a7d7ef8 sha 9147fa6f4dc6 -->
+    (..., d): re-center => (..., d)：去均值
+
+``sha`` is sha12 of the cell's comment texts joined by newlines. The generator swaps each comment's
+text for its translation in place (what follows the ``#`` and its blank).
 
 ``--check`` fails, naming notebook and cell, when an English markdown cell has no block, when a
 block's sha no longer matches the English source (the English changed: the translation is stale),
 when a block names a cell that no longer exists or comes out of order, when a translated cell has a
 different number of headings than the English one (anchors are paired by position), when a link
 points to a heading that does not exist, when a translation uses a variant the glossary
-(``_translations/glossary.md``) says to avoid, and when a generated notebook on disk differs from
-what ``--write`` would write, and when a link in README.zh-CN.md or notebooks/cheatsheet.md is
-broken (README.zh-CN.md must link a lesson's Chinese edition once it exists). An English notebook without a translation file fails too, unless it is
-listed in ``_translations/PENDING`` (one notebook path per line); the pending list is printed on
-every run, to be emptied.
+(``_translations/glossary.md``) says to avoid, when the Chinese prose keeps an English word (outside
+code, math, link targets, glosses in （…）, titles and quotations, citations, names such as GQA or
+LayerNorm, and the words listed in ``_translations/english-words.txt``), when a code cell's comments
+have no block, a stale one (the English comments changed), a comment left untranslated or one
+using a variant the glossary avoids, and when a generated notebook on disk differs from what
+``--write`` would write. It checks the Chinese pages
+too (README.zh-CN.md and every other ``*.zh-CN.md`` at the top level or under docs/, and the
+bilingual cheat sheet): every relative link and anchor resolves, a ``*.zh-CN.md`` page links the
+Chinese edition of every notebook that has one, and a cheat-sheet row that links an English lesson
+links its Chinese edition too. An English notebook without a translation file fails too, unless it
+is listed in ``_translations/PENDING`` (one notebook path per line); the pending list is printed on
+every run, to be emptied. ``--stale`` prints the blocks to (re)translate, comment blocks included
+(with the translations of the comments that did not change).
 """
 
 from __future__ import annotations
@@ -336,7 +355,7 @@ def parse_comments(text: str, name: str) -> list[CommentBlock]:
             if not blocks:
                 raise ValueError(f"{name}:{number}: text before the first "
                                  f"'<!-- code ID sha SHA -->' marker: {line[:60]!r}")
-            english, arrow, chinese = line.partition(ARROW)
+            english, arrow, chinese = (line.rstrip() + " ").partition(ARROW)   # 'x =>': to do
             if not arrow:
                 raise ValueError(f"{name}:{number}: expected 'English comment{ARROW}中文', "
                                  f"got {line[:60]!r}")
@@ -497,6 +516,10 @@ class Edition:
                     out.append(f"{where}: comment {comment.text[:60]!r} has no translation")
                 elif chinese == comment.text:
                     out.append(f"{where}: comment {comment.text[:60]!r} is not translated")
+                else:
+                    out += [f"{where}: comment translation uses {variant!r}; the glossary says "
+                            f"{term.chinese!r} ({term.english})"
+                            for variant, term in avoided_variants(chinese, self.terms)]
             for english_text in block.lines:
                 if english_text not in texts:
                     out.append(f"{where}: {path} translates {english_text[:60]!r}, which the cell "
