@@ -40,11 +40,10 @@ code, math, link targets, glosses in （…）, titles and quotations, citations
 LayerNorm, and the words listed in ``_translations/english-words.txt``), when a code cell's comments
 have no block, a stale one (the English comments changed), a comment left untranslated or one
 using a variant the glossary avoids, and when a generated notebook on disk differs from what
-``--write`` would write. It checks the Chinese pages
-too (README.zh-CN.md and every other ``*.zh-CN.md`` at the top level or under docs/, and the
-bilingual cheat sheet): every relative link and anchor resolves, a ``*.zh-CN.md`` page links the
-Chinese edition of every notebook that has one, and a cheat-sheet row that links an English lesson
-links its Chinese edition too. An English notebook without a translation file fails too, unless it
+``--write`` would write. It checks the Chinese pages too (README.zh-CN.md and every other
+``*.zh-CN.md`` at the top level or under docs/, and the bilingual cheat sheet): every relative link
+and anchor resolves, a ``*.zh-CN.md`` page links the Chinese edition of every notebook that has one,
+and a cheat-sheet row that links an English lesson links its Chinese edition too. An English notebook without a translation file fails too, unless it
 is listed in ``_translations/PENDING`` (one notebook path per line); the pending list is printed on
 every run, to be emptied. ``--stale`` prints the blocks to (re)translate, comment blocks included
 (with the translations of the comments that did not change).
