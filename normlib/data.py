@@ -17,10 +17,17 @@ from ._checks import check_int
 
 __all__ = ["MarkovLanguage"]
 
+# Building the table draws (vocab_size ** order, vocab_size) random floats and argsorts them
+# (12 bytes per entry): 2^24 entries (order 3 over 64 tokens) take about 200 MB.
+MAX_TABLE_ENTRIES = 2**24
 
-@dataclass
+
+@dataclass(frozen=True)
 class MarkovLanguage:
     """An order-``order`` Markov language over ``vocab_size`` tokens, fixed by ``seed``.
+
+    Frozen: the tables below are derived from the fields once, so the fields cannot change
+    (``dataclasses.replace(lang, seed=1)`` makes another language).
 
     Attributes after construction:
         successors: (vocab_size ** order, branching) token ids each context may be followed by.
@@ -39,12 +46,18 @@ class MarkovLanguage:
         if self.branching > self.vocab_size:
             raise ValueError(f"MarkovLanguage: branching must be <= vocab_size={self.vocab_size},"
                              f" got {self.branching}")
-        g = torch.Generator().manual_seed(self.seed)
         n_ctx = self.vocab_size ** self.order
-        self.successors = torch.rand(n_ctx, self.vocab_size, generator=g) \
+        if n_ctx * self.vocab_size > MAX_TABLE_ENTRIES:
+            raise ValueError(f"MarkovLanguage: vocab_size ** (order + 1) must be <= 2^24 (the "
+                             f"table of successors; about 200 MB to build), got vocab_size="
+                             f"{self.vocab_size}, order={self.order}: "
+                             f"{n_ctx * self.vocab_size:,} entries")
+        g = torch.Generator().manual_seed(self.seed)
+        successors = torch.rand(n_ctx, self.vocab_size, generator=g) \
             .argsort(dim=-1)[:, : self.branching]
         gamma = -torch.rand(n_ctx, self.branching, generator=g).log()   # Dirichlet(1) via Exp(1)
-        self.probs = gamma / gamma.sum(-1, keepdim=True)
+        object.__setattr__(self, "successors", successors)     # frozen: derived once, here
+        object.__setattr__(self, "probs", gamma / gamma.sum(-1, keepdim=True))
 
     @property
     def entropy(self) -> float:

@@ -14,16 +14,12 @@ from ._checks import check_int, check_number
 __all__ = ["linear_warmup", "inverse_sqrt", "cosine_with_warmup"]
 
 
-def _check_step(fn: str, step) -> None:
-    check_int(fn, "step", step, minimum=0)
-
-
 def linear_warmup(warmup_steps: int):
     """min(1, step / warmup_steps): a linear ramp, then constant."""
     check_int("linear_warmup", "warmup_steps", warmup_steps, minimum=0)
 
     def multiplier(step: int) -> float:
-        _check_step("linear_warmup", step)
+        check_int("linear_warmup", "step", step, minimum=0)
         return 1.0 if step >= warmup_steps else step / warmup_steps
 
     return multiplier
@@ -42,7 +38,7 @@ def inverse_sqrt(d_model: int, warmup_steps: int):
     check_int("inverse_sqrt", "warmup_steps", warmup_steps, minimum=1)
 
     def multiplier(step: int) -> float:
-        _check_step("inverse_sqrt", step)
+        check_int("inverse_sqrt", "step", step, minimum=0)
         s = max(step, 1)
         return d_model**-0.5 * min(s**-0.5, s * warmup_steps**-1.5)
 
@@ -69,7 +65,7 @@ def cosine_with_warmup(warmup_steps: int, total_steps: int, min_ratio: float = 0
         raise ValueError(f"{fn}: min_ratio must be in [0, 1], got {min_ratio}")
 
     def multiplier(step: int) -> float:
-        _check_step(fn, step)
+        check_int(fn, "step", step, minimum=0)
         if step < warmup_steps:
             return step / warmup_steps
         p = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))

@@ -31,6 +31,13 @@ def close(actual, expected, **kw):
     torch.testing.assert_close(actual, expected, **kw)
 
 
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device"))])
+def device(request):
+    """The device a library test runs on: the CPU, and a CUDA GPU too when one is present."""
+    return request.param
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     random.seed(0)

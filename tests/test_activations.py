@@ -22,8 +22,8 @@ PAIRS = [
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("mine,ref", PAIRS)
-def test_activation_matches_torch_forward_and_backward(mine, ref, dtype):
-    x = (torch.randn(64, dtype=torch.float64) * 4).to(dtype)
+def test_activation_matches_torch_forward_and_backward(mine, ref, dtype, device):
+    x = (torch.randn(64, dtype=torch.float64) * 4).to(device, dtype)
     xs = [x.clone().requires_grad_(True) for _ in range(2)]
     ys = [mine(xs[0]), ref(xs[1])]
     close(ys[0], ys[1])

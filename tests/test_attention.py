@@ -11,8 +11,8 @@ import normlib as nl
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("T,S", [(7, 7), (1, 1), (5, 9)])
-def test_attention_matches_sdpa(dtype, causal, T, S):
-    q, k, v = (torch.randn(2, 3, n, 8, dtype=torch.float64).to(dtype) for n in (T, S, S))
+def test_attention_matches_sdpa(dtype, causal, T, S, device):
+    q, k, v = (torch.randn(2, 3, n, 8, dtype=torch.float64).to(device, dtype) for n in (T, S, S))
     qs = [t.clone().requires_grad_(True) for t in (q, k, v)]
     rs = [t.clone().requires_grad_(True) for t in (q, k, v)]
     mine = nl.attention(*qs, causal=causal)
@@ -42,15 +42,16 @@ def test_causal_attention_ignores_the_future():
     assert not torch.allclose(mha(x2)[:, 4:], y[:, 4:])
 
 
-def test_multihead_matches_torch_multiheadattention():
+def test_multihead_matches_torch_multiheadattention(device):
     d, h = 16, 4
-    mine = nl.MultiHeadAttention(d, h, causal=False).double()
-    ref = torch.nn.MultiheadAttention(d, h, bias=False, batch_first=True).double()
+    mine = nl.MultiHeadAttention(d, h, causal=False, device=device, dtype=torch.float64)
+    ref = torch.nn.MultiheadAttention(d, h, bias=False, batch_first=True, device=device,
+                                      dtype=torch.float64)
     with torch.no_grad():
         ref.in_proj_weight.copy_(torch.cat([mine.q_proj.weight, mine.k_proj.weight,
                                             mine.v_proj.weight]))
         ref.out_proj.weight.copy_(mine.o_proj.weight)
-    x = torch.randn(2, 5, d, dtype=torch.float64)
+    x = torch.randn(2, 5, d, dtype=torch.float64, device=device)
     close(mine(x), ref(x, x, x, need_weights=False)[0])
 
 
@@ -74,9 +75,10 @@ def test_repeat_kv_matches_repeat_interleave():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n_kv_heads", [1, 2, 4])
-def test_grouped_attention_matches_sdpa_enable_gqa(dtype, n_kv_heads):
-    q = torch.randn(2, 8, 7, 16, dtype=torch.float64).to(dtype)
-    k, v = (torch.randn(2, n_kv_heads, 7, 16, dtype=torch.float64).to(dtype) for _ in range(2))
+def test_grouped_attention_matches_sdpa_enable_gqa(dtype, n_kv_heads, device):
+    q = torch.randn(2, 8, 7, 16, dtype=torch.float64).to(device, dtype)
+    k, v = (torch.randn(2, n_kv_heads, 7, 16, dtype=torch.float64).to(device, dtype)
+            for _ in range(2))
     n_rep = 8 // n_kv_heads
     mine = nl.attention(q, nl.repeat_kv(k, n_rep), nl.repeat_kv(v, n_rep))
     close(mine, F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True))
@@ -131,9 +133,9 @@ def test_decoding_with_kv_cache_equals_the_full_forward(n_kv_heads, rope):
 @pytest.mark.parametrize("options", [dict(), dict(rope=True, n_kv_heads=2, norm="rmsnorm",
                                                   ffn="swiglu"),
                                      dict(placement="deepnorm", n_kv_heads=1)])
-def test_lm_decoding_with_caches_equals_the_full_forward(options):
-    lm = nl.TinyTransformerLM(20, 32, 2, 4, 12, **options).double()
-    idx = torch.randint(20, (2, 12))
+def test_lm_decoding_with_caches_equals_the_full_forward(options, device):
+    lm = nl.TinyTransformerLM(20, 32, 2, 4, 12, **options).to(device, torch.float64)
+    idx = torch.randint(20, (2, 12), device=device)
     caches = [nl.KVCache() for _ in lm.blocks]
     pieces = [lm(idx[:, :5], caches)] + [lm(idx[:, t:t + 1], caches) for t in range(5, 12)]
     close(torch.cat(pieces, dim=1), lm(idx))

@@ -17,7 +17,7 @@ def _grads(f, *tensors):
     """Output of f and the gradients of sum(out * fixed random weights) w.r.t. tensors."""
     tensors = [t.detach().clone().requires_grad_(True) for t in tensors]
     out = f(*tensors)
-    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(1)).to(out.dtype)
+    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(1)).to(out)
     (out * g).sum().backward()
     return out, [t.grad for t in tensors]
 
@@ -32,10 +32,11 @@ def _inputs(shape, dtype, C):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", BN_SHAPES)
 @pytest.mark.parametrize("training", [True, False])
-def test_batch_norm_matches_torch(shape, dtype, training):
+def test_batch_norm_matches_torch(shape, dtype, training, device):
     C = shape[1]
-    x, w, b = _inputs(shape, dtype, C)
-    stats = (torch.randn(C, dtype=dtype), torch.rand(C, dtype=dtype) + 0.5)
+    x, w, b = (t.to(device) for t in _inputs(shape, dtype, C))
+    stats = (torch.randn(C, dtype=dtype, device=device),
+             torch.rand(C, dtype=dtype, device=device) + 0.5)
     mine_stats = [s.clone() for s in stats]
     ref_stats = [s.clone() for s in stats]
     mine, mine_g = _grads(lambda x, w, b: nl.batch_norm(x, *mine_stats, w, b, training, 0.1, 1e-5),
@@ -99,11 +100,11 @@ def test_batchnorm_state_dict_loads_into_torch():
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape,normalized_shape", [((4, 8), 8), ((2, 5, 7), (7,)),
                                                     ((2, 3, 4, 6), (4, 6)), ((3, 5), 5)])
-def test_layer_norm_matches_torch(shape, normalized_shape, dtype):
+def test_layer_norm_matches_torch(shape, normalized_shape, dtype, device):
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
-    x = (torch.randn(shape, dtype=torch.float64) * 3 + 1).to(dtype)
-    w = (torch.rand(ns, dtype=torch.float64) + 0.5).to(dtype)
-    b = torch.randn(ns, dtype=torch.float64).to(dtype)
+    x = (torch.randn(shape, dtype=torch.float64) * 3 + 1).to(device, dtype)
+    w = (torch.rand(ns, dtype=torch.float64) + 0.5).to(device, dtype)
+    b = torch.randn(ns, dtype=torch.float64).to(device, dtype)
     mine, mine_g = _grads(lambda x, w, b: nl.layer_norm(x, normalized_shape, w, b), x, w, b)
     ref, ref_g = _grads(lambda x, w, b: F.layer_norm(x, ns, w, b), x, w, b)
     close(mine, ref)
@@ -116,10 +117,10 @@ def test_layer_norm_matches_torch(shape, normalized_shape, dtype):
 @pytest.mark.parametrize("eps", [None, 1e-6])
 @pytest.mark.parametrize("shape,normalized_shape", [((4, 8), 8), ((2, 5, 7), (7,)),
                                                     ((2, 3, 4, 6), (4, 6))])
-def test_rms_norm_matches_torch(shape, normalized_shape, eps, dtype):
+def test_rms_norm_matches_torch(shape, normalized_shape, eps, dtype, device):
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
-    x = (torch.randn(shape, dtype=torch.float64) * 3 + 1).to(dtype)
-    w = (torch.rand(ns, dtype=torch.float64) + 0.5).to(dtype)
+    x = (torch.randn(shape, dtype=torch.float64) * 3 + 1).to(device, dtype)
+    w = (torch.rand(ns, dtype=torch.float64) + 0.5).to(device, dtype)
     mine, mine_g = _grads(lambda x, w: nl.rms_norm(x, normalized_shape, w, eps), x, w)
     ref, ref_g = _grads(lambda x, w: F.rms_norm(x, ns, w, eps), x, w)
     close(mine, ref)
@@ -180,8 +181,8 @@ def test_rms_norm_half_is_computed_in_float32():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_modules_match_torch_modules(dtype):
-    x = torch.randn(2, 5, 12, dtype=torch.float64).to(dtype)
+def test_modules_match_torch_modules(dtype, device):
+    x = torch.randn(2, 5, 12, dtype=torch.float64).to(device, dtype)
     pairs = [(nl.LayerNorm(12), nn.LayerNorm(12)),
              (nl.LayerNorm(12, bias=False), nn.LayerNorm(12, bias=False)),
              (nl.LayerNorm(12, elementwise_affine=False), nn.LayerNorm(12, elementwise_affine=False)),
@@ -193,7 +194,7 @@ def test_modules_match_torch_modules(dtype):
             for p in ref.parameters():
                 p.uniform_(0.5, 1.5)
         mine.load_state_dict(ref.state_dict())
-        close(mine.to(dtype)(x), ref.to(dtype)(x))
+        close(mine.to(device, dtype)(x), ref.to(device, dtype)(x))
 
 
 def test_parameter_and_buffer_counts():

@@ -151,3 +151,24 @@ def test_scaling_with_factor_one_changes_nothing():
         close(scaled, theta)
     assert nl.yarn_attention_factor(1.0) == 1.0
     close(torch.tensor(nl.yarn_attention_factor(16.0)), torch.tensor(1 + 0.1 * 2.772588722239781))
+
+
+def test_rope_cos_sin_in_float32_is_the_exact_angle_rounded_once():
+    # Integer positions times float32 frequencies: the float32 product is the exact product
+    # rounded once (24 + 24 significant bits fit in float64's 53), as HF's float32 angles.
+    theta = nl.rope_frequencies(64, 500_000.0)                                  # float32
+    positions = torch.tensor([0, 1, 7, 8191, 131_071])
+    cos, sin = nl.rope_cos_sin(theta, positions)
+    exact = (positions.double()[:, None] * theta.double()[None, :]).float()
+    assert cos.dtype == torch.float32 and torch.equal(cos, exact.cos())
+    assert torch.equal(sin, exact.sin())
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+def test_rotate_with_precomputed_cos_sin_is_apply_rope(layout):
+    x = torch.randn(2, 3, 9, 16)
+    positions = torch.arange(4, 13)
+    cos, sin = nl.rope_cos_sin(nl.rope_frequencies(16), positions)
+    assert torch.equal(nl.rotate(x, cos, sin, layout), nl.apply_rope(x, positions, layout=layout))
+    with pytest.raises(ValueError, match=r"cos must have shape \(T, D/2\) = \(9, 8\)"):
+        nl.rotate(x, cos[:4], sin, layout)

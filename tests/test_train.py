@@ -127,3 +127,12 @@ def test_post_ln_and_deepnorm_members_train_as_they_would_alone():
     for i, m in enumerate(alone):
         expected = nl.train_lm(m, LANG, steps=STEPS, lr=3e-3, batch_size=4, seq_len=8, seed=i)
         torch.testing.assert_close(losses[i], torch.tensor(expected))
+
+
+def test_ensemble_trains_on_the_device(device):
+    # Issue 20: the batched trainer runs where the models are (a GPU when one is present).
+    models = [model(s, rope=True, n_kv_heads=1, norm="rmsnorm", ffn="swiglu").to(device)
+              for s in (0, 1)]
+    losses = nl.train_ensemble(models, LANG, steps=3, lr=3e-3, batch_size=4, seq_len=8)
+    assert losses.shape == (2, 3) and torch.isfinite(losses).all()
+    assert {p.device.type for m in models for p in m.parameters()} == {device}
