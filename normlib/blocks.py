@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_choice, check_int, check_number
+from ._checks import check_choice, check_int, check_number, compute_dtype
 from .activations import GLU_VARIANTS, FeedForward, GLUFeedForward
 from .attention import MultiHeadAttention
 from .norms import LayerNorm, RMSNorm
@@ -75,9 +75,9 @@ class TransformerBlock(nn.Module):
             shape have the same structure and can be stacked with
             ``torch.func.stack_module_state`` and run under ``torch.vmap``. The buffer is float32,
             float64 in a float64 module, and never half: ``.to(torch.bfloat16)`` would round
-            (2 * 12)^(1/4) = 2.21336 to 2.21875. x times the buffer equals x times the Python
-            float bit for bit for every float dtype (torch multiplies a half tensor by a scalar
-            in float32).
+            (2 * 12)^(1/4) = 2.21336 to 2.21875. A half x is multiplied in float32 and rounded
+            once, as torch multiplies a half tensor by a Python float, so alpha * x equals x
+            times the Python float bit for bit in every float dtype.
         device, dtype: of the parameters, as every torch module's factory kwargs.
     ``forward(x, cache=None, position_embeddings=None)``: (B, T, C) -> (B, T, C); ``cache`` is the
     attention's ``KVCache`` for step-by-step decoding, ``position_embeddings`` RoPE's (cos, sin)
@@ -132,7 +132,8 @@ class TransformerBlock(nn.Module):
             return x + f(norm(x))
         if self.placement == "sandwich":
             return x + norm_out(f(norm(x)))
-        return norm(self.alpha * x + f(x))            # post (alpha = 1) and deepnorm
+        # post (alpha = 1) and deepnorm; alpha * x in float32 for half x, as x * a Python float
+        return norm((x.to(compute_dtype(x)) * self.alpha).type_as(x) + f(x))
 
     def forward(self, x, cache=None, position_embeddings=None):    # (B, T, C) -> (B, T, C)
         sandwich = self.placement == "sandwich"

@@ -1,6 +1,8 @@
 """Transformer blocks in every placement, and the tiny language model."""
 
 import copy
+import dataclasses
+import importlib
 
 import pytest
 import torch
@@ -149,3 +151,110 @@ def test_fused_norms_are_the_same_model(placement, norm):
 def test_fused_norm_must_be_a_bool():
     with pytest.raises(TypeError, match=r"make_norm: fused must be True or False, got 'yes'"):
         nl.TransformerBlock(16, 4, fused_norm="yes")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_deepnorm_alpha_is_not_rounded_by_a_half_cast(dtype):
+    # Review finding 11: a float64 alpha buffer followed .to(bfloat16), so (2 * 12)^(1/4) =
+    # 2.21336 became 2.21875 and about half of the products alpha * x differed from x times the
+    # Python float. The buffer stays float32 (float64 again after .double()).
+    alpha = nl.deepnorm_constants(num_decoder_layers=12)["decoder"][0]
+    block = nl.TransformerBlock(16, 2, placement="deepnorm", alpha=alpha).to(dtype)
+    assert block.alpha.dtype == torch.float32
+    assert block.alpha.item() == torch.tensor(alpha, dtype=torch.float32).item()
+    x = torch.randn(2, 4, 16).to(dtype)
+    assert torch.equal(block(x), _manual(block, x, "deepnorm", alpha))
+    assert block.double().alpha.item() == alpha
+
+
+def test_rope_frequencies_are_not_rounded_by_a_half_cast():
+    mha = nl.MultiHeadAttention(32, 4, rope=True, rope_base=500_000.0).to(torch.bfloat16)
+    assert torch.equal(mha.inv_freq, nl.rope_frequencies(8, 500_000.0))          # float32
+    assert torch.equal(mha.double().inv_freq, nl.rope_frequencies(8, 500_000.0, dtype=torch.float64))
+    assert "inv_freq" not in mha.state_dict()
+
+
+class _Created(torch.overrides.TorchFunctionMode):
+    """Every tensor that a torch function returns while the mode is on."""
+
+    def __init__(self):
+        super().__init__()
+        self.tensors = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, tuple | list) else (out,):
+            if isinstance(t, torch.Tensor):
+                self.tensors.append(t)
+        return out
+
+
+@pytest.mark.parametrize("options", [dict(rope=True, n_kv_heads=2, norm="rmsnorm", ffn="swiglu"),
+                                     dict(placement="deepnorm"), dict(placement="sandwich")])
+def test_a_forward_pass_creates_nothing_on_the_cpu_and_nothing_float64(options):
+    # Issue 20 (device-agnostic) and review finding 11 (MPS has no float64): a model built on the
+    # meta device runs a full pass and cached decoding without one CPU or float64 tensor.
+    lm = nl.TinyTransformerLM(20, 32, 3, 4, 12, device="meta", **options)
+    assert {p.device.type for p in lm.parameters()} == {"meta"}
+    idx = torch.zeros(2, 6, dtype=torch.long, device="meta")
+    caches = [nl.KVCache() for _ in lm.blocks]
+    with _Created() as created:
+        lm(idx)
+        lm(idx[:, :4], caches)
+        lm(idx[:, 4:5], caches)
+    assert created.tensors
+    assert {(t.device.type, t.dtype) for t in created.tensors
+            if t.device.type != "meta" or t.dtype == torch.float64} == set()
+
+
+def test_rope_cos_sin_are_computed_once_per_forward(monkeypatch):
+    calls = []
+    monkeypatch.setattr(importlib.import_module("normlib.attention"), "rope_cos_sin",
+                        lambda *a: calls.append(a) or nl.rope_cos_sin(*a))
+    lm = nl.TinyTransformerLM(20, 32, 3, 4, 12, rope=True)
+    reference = nl.TinyTransformerLM(20, 32, 3, 4, 12, rope=True)
+    reference.load_state_dict(lm.state_dict())
+    idx = torch.randint(20, (2, 12))
+    out = lm(idx)
+    assert len(calls) == 1 and calls[0][0].dtype == torch.float32           # 3 layers, one call
+    close(out, torch.stack([reference(i[None])[0] for i in idx]))
+
+
+def test_model_config_is_built_from_the_keywords_and_kept():
+    lm = nl.TinyTransformerLM(32, d_model=32, n_layers=2, n_heads=4, max_seq_len=16,
+                              placement="deepnorm", norm="rmsnorm")
+    assert lm.config == nl.ModelConfig(32, 32, 2, 4, 16, placement="deepnorm", norm="rmsnorm")
+    assert lm.blocks[0].alpha.item() == pytest.approx(4 ** 0.25)          # DeepNet's (2N)^(1/4)
+    same = nl.TinyTransformerLM(config=lm.config)
+    assert same.config is lm.config and same.state_dict().keys() == lm.state_dict().keys()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        lm.config.n_layers = 3
+    with pytest.raises(TypeError, match="either config or the sizes"):
+        nl.TinyTransformerLM(32, config=lm.config)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'placment'"):
+        nl.TinyTransformerLM(32, 32, 2, 4, 16, placment="post")
+
+
+def test_tiny_lm_takes_int32_ids_and_factory_kwargs():
+    lm = nl.TinyTransformerLM(20, 16, 1, 2, 8, dtype=torch.float64)
+    assert {p.dtype for p in lm.parameters()} == {torch.float64}
+    idx = torch.randint(20, (2, 8))
+    assert torch.equal(lm(idx.int()), lm(idx))
+
+
+def test_reset_parameters_resets_the_norms_too():
+    lm = nl.TinyTransformerLM(20, 16, 2, 2, 8, norm="rmsnorm")
+    with torch.no_grad():
+        for p in lm.parameters():
+            p.add_(1.0)
+    lm.reset_parameters()
+    assert all(torch.equal(m.weight, torch.ones_like(m.weight)) for m in lm.modules()
+               if isinstance(m, nl.RMSNorm))
+
+
+def test_markov_language_is_frozen_and_refuses_a_table_too_large():
+    lang = nl.MarkovLanguage(vocab_size=8, order=2, branching=2, seed=0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        lang.order = 3
+    with pytest.raises(ValueError, match=r"vocab_size=64, order=4: 1,073,741,824 entries"):
+        nl.MarkovLanguage(vocab_size=64, order=4)
