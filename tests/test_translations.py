@@ -12,6 +12,7 @@ import pytest
 from tools.translations import (
     Edition,
     Layout,
+    chinese_checkers,
     code_comments,
     comments_sha,
     english_words,
@@ -345,3 +346,36 @@ def test_comment_files_reject_stray_lines():
         parse_comments("a => 甲\n", "c.md")
     blocks = parse_comments("<!-- code a sha 0123456789ab -->\n\na => 甲\n", "c.md")
     assert [(b.cell, b.lines, b.line) for b in blocks] == [("a", {"a": "甲"}, 1)]
+
+
+# ------------------------------------------------------------------ practice notebooks' language
+
+def test_chinese_practice_notebooks_set_the_checkers_language(tree):
+    setup = ("import torch\n\nimport normlib as nl\nfrom normlib.exercises import check_rms_norm\n\n"
+             "_ = torch.manual_seed(0)")
+    nbformat.write(_notebook(("md", "# 练习"), ("code", setup), ("code", "check_rms_norm(f)")),
+                   tree / "exercises" / "01_ex.ipynb")
+    (tree / "zh" / "_translations" / "exercises").mkdir()
+    (tree / "zh" / "_translations" / "exercises" / "01_ex.md").write_text(
+        _block("c0000000", "# 练习", "# 练习一"), "utf-8")
+    Edition(Layout(tree)).write()
+    assert _problems(tree) == []
+    chinese = nbformat.read(tree / "zh" / "exercises" / "01_ex.ipynb", as_version=4)
+    assert chinese.cells[1].source == (
+        "import torch\n\nimport normlib as nl\nfrom normlib.exercises import check_rms_norm, "
+        'set_language\n\nset_language("zh")  # 检查器用中文给出诊断\n_ = torch.manual_seed(0)')
+    assert chinese.cells[2].source == "check_rms_norm(f)"                  # only the first cell
+    # The lessons are left alone, and so is a Chinese notebook that lost the call: out of date.
+    lesson = nbformat.read(tree / "zh" / "01_lesson.ipynb", as_version=4)
+    assert "set_language" not in lesson.cells[1].source
+    chinese.cells[1].source = setup
+    nbformat.write(chinese, tree / "zh" / "exercises" / "01_ex.ipynb")
+    assert any("zh/exercises/01_ex.ipynb: out of date" in p for p in _problems(tree))
+
+
+def test_set_language_joins_the_imports_as_isort_orders_them():
+    drill = "from IPython.display import Markdown\n\nfrom normlib.exercises.drill import Drill, menu"
+    assert chinese_checkers(drill) == (
+        "from IPython.display import Markdown\n\nfrom normlib.exercises import set_language\n"
+        'from normlib.exercises.drill import Drill, menu\n\nset_language("zh")  # 检查器用中文给出诊断')
+    assert chinese_checkers("import torch\nx = 1") is None

@@ -28,7 +28,10 @@ holding one line per comment, its English text, `` => `` and the Chinese::
     (..., d): re-center => (..., d)：去均值
 
 ``sha`` is sha12 of the cell's comment texts joined by newlines. The generator swaps each comment's
-text for its translation in place (what follows the ``#`` and its blank).
+text for its translation in place (what follows the ``#`` and its blank). One more code change: a
+Chinese practice notebook's first cell that imports from ``normlib.exercises`` also imports
+``set_language`` and calls ``set_language("zh")`` after its imports, so that its checkers report in
+Chinese (``--check`` holds the generated notebooks to this like to everything else).
 
 ``--check`` fails, naming notebook and cell, when an English markdown cell has no block, when a
 block's sha no longer matches the English source (the English changed: the translation is stale),
@@ -373,6 +376,34 @@ def translate_comments(source: str, lines: dict[str, str]) -> str:
     return "\n".join(rows)
 
 
+# ------------------------------------------------------------------- practice notebooks' language
+
+EXERCISES_IMPORT = re.compile(r"^from normlib\.exercises(\.\w+)? import [^(\n]+$")
+SET_LANGUAGE = 'set_language("zh")  # 检查器用中文给出诊断'
+
+
+def chinese_checkers(source: str) -> str | None:
+    """A practice notebook's import cell with ``set_language("zh")`` added, so its checkers report
+    in Chinese: ``set_language`` joins the ``from normlib.exercises import ...`` line (or a line of
+    its own before ``from normlib.exercises.drill import ...``, as isort orders them), and the call
+    comes right after the imports. None when the cell does not import from normlib.exercises."""
+    lines = source.split("\n")
+    hit = next((i for i, line in enumerate(lines) if EXERCISES_IMPORT.match(line)), None)
+    if hit is None:
+        return None
+    if EXERCISES_IMPORT.match(lines[hit])[1]:                    # normlib.exercises.<module>
+        lines.insert(hit, "from normlib.exercises import set_language")
+    else:
+        code, hash_, comment = lines[hit].partition("#")
+        lines[hit] = code.rstrip() + ", set_language" + (f"  {hash_}{comment}" if hash_ else "")
+    last = max(i for i, line in enumerate(lines) if line.startswith(("import ", "from ")))
+    if last + 1 < len(lines) and not lines[last + 1].strip():
+        lines.insert(last + 2, SET_LANGUAGE)
+    else:
+        lines[last + 1:last + 1] = ["", SET_LANGUAGE]
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------ headings, links
 
 def headings(markdown: str) -> list[str]:
@@ -569,6 +600,11 @@ class Edition:
         for index, _, _, block in self.code_pairs(english):
             if block is not None:
                 nb.cells[index].source = translate_comments(nb.cells[index].source, block.lines)
+        if self.layout.inner(english).parts[0] == "exercises":
+            for cell in nb.cells:
+                if cell.cell_type == "code" and (source := chinese_checkers(cell.source)):
+                    cell.source = source
+                    break
         return nb
 
     def check_notebook(self, english: pathlib.Path) -> list[str]:
