@@ -12,6 +12,10 @@ that it cannot tell exactly.
 
 Your code runs with a time limit, cannot hang the checker, and may not call the built-in it
 practises (F.layer_norm and friends).
+
+Every result carries a stable mistake code (``result.code``, e.g. "layer_norm.unbiased_variance";
+docs/mistakes.md lists them) and its one-line message in English and Chinese (``result.message``,
+``result.message_zh``); ``set_language("zh")`` prints the reports in Chinese.
 """
 
 from .attention import check_attention
@@ -23,7 +27,7 @@ from .layer_norm import check_layer_norm
 from .layer_norm_backward import check_layer_norm_backward
 from .llama_block import check_llama_block
 from .multi_head_attention import check_multi_head_attention
-from .result import CheckResult
+from .result import CheckResult, language, set_language
 from .rms_norm import check_rms_norm
 from .rope import check_rope
 from .schedule import check_warmup_cosine
@@ -34,5 +38,5 @@ __all__ = [
     "check_attention", "check_batch_norm", "check_deep_norm", "check_gelu_tanh",
     "check_layer_norm", "check_layer_norm_backward", "check_llama_block",
     "check_multi_head_attention", "check_rms_norm", "check_rope", "check_swiglu_ffn",
-    "check_warmup_cosine",
+    "check_warmup_cosine", "language", "set_language",
 ]

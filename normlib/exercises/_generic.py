@@ -1,6 +1,19 @@
 """The mistakes every checker can name, whatever the exercise: {key: (short label, explanation)}."""
 
-__all__ = ["GENERIC_MISTAKES"]
+__all__ = ["GENERIC_MISTAKES", "OUTCOMES", "CANNOT_TELL"]
+
+CANNOT_TELL = ("I cannot tell exactly which mistake this is: the values differ from the reference "
+               "(see the ✗ lines), but every property the checker probes holds. Compare your code "
+               "with the formula step by step on a small input.")
+
+# What a check can end with that is no mistake in the code's values: {key: (label, explanation)}.
+OUTCOMES = {
+    "not_implemented": ("not implemented yet", "replace `raise NotImplementedError` with your "
+                        "code, then run the cell again."),
+    "cannot_tell": ("cannot tell exactly", CANNOT_TELL),
+    "shortcut": ("calls the built-in being practised", "you call the very thing this exercise asks "
+                 "you to write by hand: build it from tensor operations instead."),
+}
 
 GENERIC_MISTAKES = {
     "not_callable": ("not callable", "pass your function (or class) itself, not its result."),

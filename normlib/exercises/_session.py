@@ -24,7 +24,7 @@ import re
 import torch
 
 from ._compare import close, grad_output, max_error, tolerance
-from ._generic import GENERIC_MISTAKES
+from ._generic import CANNOT_TELL, GENERIC_MISTAKES, OUTCOMES
 from ._harness import (
     Spy,
     TimeLimitExceeded,
@@ -37,6 +37,7 @@ from ._harness import (
     run_limited,
     snapshot,
 )
+from .codes import code_of, message_zh
 from .result import FAIL, PASS, CheckResult
 
 __all__ = ["Session", "Fail", "GENERIC_MISTAKES"]
@@ -48,9 +49,6 @@ _TRUE_BUT_VAGUE = ("raised", "nan", "wrong_grad")
 # Named after the probes when these come with other mistakes: they show on one float16 line only.
 _SECONDARY = {"no_upcast"}
 
-CANNOT_TELL = ("I cannot tell exactly which mistake this is: the values differ from the reference "
-               "(see the ✗ lines), but every property the checker probes holds. Compare your code "
-               "with the formula step by step on a small input.")
 
 
 class Fail(Exception):
@@ -72,12 +70,12 @@ class _Stop(Exception):
 class Session:
     """Runs the checks of one exercise and collects the report (see the module docstring)."""
 
-    def __init__(self, name: str, mistakes: dict, *, time_limit: float = 3.0,
+    def __init__(self, name: str, mistakes: dict, *, exercise: str, time_limit: float = 3.0,
                  forbidden: dict[str, str] | None = None, references: dict | None = None,
                  error_hints: tuple = (), vague: tuple = ()):
-        self.name, self.time_limit = name, time_limit
+        self.name, self.exercise, self.time_limit = name, exercise, time_limit
         self.vague = _UNSPECIFIC | set(vague)     # keys that name no mistake a learner can fix
-        self.mistakes = {**GENERIC_MISTAKES, **mistakes}
+        self.mistakes = {**OUTCOMES, **GENERIC_MISTAKES, **mistakes}
         self.specific = set(mistakes)
         self.forbidden, self.references = forbidden or {}, references or {}
         self.error_hints = error_hints          # ((regex, mistake key), ...) for exceptions
@@ -141,6 +139,23 @@ class Session:
                 self.properties.append(out)
 
     def result(self) -> CheckResult:
+        """The CheckResult, with its stable code and one-line messages (English, Chinese)."""
+        result = self._result()
+        from .catalog import EXERCISES  # the catalogue imports every checker
+        result.exercise = self.exercise
+        result.title_zh = EXERCISES[self.exercise].title_zh if self.exercise in EXERCISES else ""
+        n = len(result.messages)
+        if result.passed:
+            result.message = f"{self.name}: all {n} checks passed"
+            result.message_zh = f"{result.title_zh or self.name}：全部 {n} 项检查通过"
+            return result
+        key = result.mistake or "not_implemented"
+        result.code = code_of(self.exercise, key)
+        result.message = result.diagnosis or self.explain(key)
+        result.message_zh = message_zh(self.exercise, key)
+        return result
+
+    def _result(self) -> CheckResult:
         if self.stop is not None and self.stop.mistake == "not_implemented":
             return CheckResult(self.name, False, ["not implemented yet"], implemented=False)
         failed = self.failed

@@ -99,7 +99,8 @@ _FORBIDDEN = {"scaled_dot_product_attention": "F.scaled_dot_product_attention",
 
 def check_attention(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(q, k, v, causal=True)`` for (B, H, T, D) against nl.attention."""
-    s = Session("Attention", ATTENTION_MISTAKES, time_limit=time_limit, forbidden=_FORBIDDEN,
+    s = Session("Attention", ATTENTION_MISTAKES, exercise="attention",
+                time_limit=time_limit, forbidden=_FORBIDDEN,
                 references={nl.attention: "nl.attention",
                             nl.MultiHeadAttention.forward: "nl.MultiHeadAttention"},
                 error_hints=((r"cannot be multiplied|Expected size for first two dimensions|"

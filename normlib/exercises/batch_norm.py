@@ -38,7 +38,8 @@ def _affine(m):
 
 def check_batch_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check the class ``cls(num_features, eps=1e-5, momentum=0.1)`` against nl.BatchNorm."""
-    s = Session("BatchNorm", BN_MISTAKES, time_limit=time_limit, forbidden=_FORBIDDEN,
+    s = Session("BatchNorm", BN_MISTAKES, exercise="batch_norm",
+                time_limit=time_limit, forbidden=_FORBIDDEN,
                 references={nl.batch_norm: "nl.batch_norm", nl.BatchNorm.forward: "nl.BatchNorm"},
                 error_hints=((BROADCAST_ERROR, "missing_keepdim"),))
     if not s.require_callable(cls, "your class"):

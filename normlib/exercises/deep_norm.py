@@ -99,7 +99,8 @@ class _Sublayer(nn.Module):
 
 def check_deep_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check the class ``cls(d_model, n_layers)`` (alpha, beta, forward(x, sublayer))."""
-    s = Session("DeepNorm", DEEP_NORM_MISTAKES, time_limit=time_limit, vague=("wrong_exponents",))
+    s = Session("DeepNorm", DEEP_NORM_MISTAKES, exercise="deep_norm",
+                time_limit=time_limit, vague=("wrong_exponents",))
     if not s.require_callable(cls, "your class"):
         return s.result()
 

@@ -67,7 +67,7 @@ GELU_MUTANTS = [
 
 def check_gelu_tanh(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(x)``, GELU's tanh approximation, against nl.gelu(x, approximate="tanh")."""
-    s = Session("GELU (tanh)", GELU_MISTAKES, time_limit=time_limit,
+    s = Session("GELU (tanh)", GELU_MISTAKES, exercise="gelu_tanh", time_limit=time_limit,
                 forbidden={"gelu": "F.gelu (or nn.GELU)"}, references={nl.gelu: "nl.gelu"})
     if not s.require_callable(fn):
         return s.result()

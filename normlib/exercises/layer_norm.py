@@ -131,7 +131,8 @@ _LN_FORBIDDEN = {"layer_norm": "F.layer_norm (or nn.LayerNorm)",
 
 def check_layer_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(x, weight, bias, eps=1e-5)``, LayerNorm over the last dim, against nl.layer_norm."""
-    s = Session("LayerNorm", LAYER_NORM_MISTAKES, time_limit=time_limit, forbidden=_LN_FORBIDDEN,
+    s = Session("LayerNorm", LAYER_NORM_MISTAKES, exercise="layer_norm",
+                time_limit=time_limit, forbidden=_LN_FORBIDDEN,
                 references={nl.layer_norm: "nl.layer_norm", nl.LayerNorm.forward: "nl.LayerNorm"},
                 error_hints=((BROADCAST_ERROR, "missing_keepdim"),))
     if not s.require_callable(fn):

@@ -96,7 +96,8 @@ _NO_AUTOGRAD = {torch.autograd.grad: "torch.autograd.grad", torch.Tensor.backwar
 
 def check_layer_norm_backward(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(dy, x, weight, eps=1e-5) -> (dx, dweight, dbias)`` against autograd."""
-    s = Session("LayerNorm backward", LN_BACKWARD_MISTAKES, time_limit=time_limit,
+    s = Session("LayerNorm backward", LN_BACKWARD_MISTAKES, exercise="layer_norm_backward",
+                time_limit=time_limit,
                 forbidden={"native_layer_norm_backward": "torch's LayerNorm backward"},
                 references=_NO_AUTOGRAD,
                 vague=("dx_form",))

@@ -182,7 +182,7 @@ def _reference(W, H, H_kv, hidden, dtype):
 
 def check_llama_block(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``cls(d_model, n_heads, hidden_dim, n_kv_heads=None)`` against normlib's LLaMA block."""
-    s = Session("LLaMA block", LLAMA_MISTAKES, time_limit=time_limit,
+    s = Session("LLaMA block", LLAMA_MISTAKES, exercise="llama_block", time_limit=time_limit,
                 forbidden={"scaled_dot_product_attention": "F.scaled_dot_product_attention"},
                 references={nl.TransformerBlock.forward: "nl.TransformerBlock",
                             nl.MultiHeadAttention.forward: "nl.MultiHeadAttention"})

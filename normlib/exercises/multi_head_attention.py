@@ -147,7 +147,8 @@ def _reference(W, H, H_kv, dtype):
 
 def check_multi_head_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``cls(d_model, n_heads, n_kv_heads=None)`` against ``nl.MultiHeadAttention``."""
-    s = Session("Multi-head attention", MHA_MISTAKES, time_limit=time_limit, forbidden=_FORBIDDEN,
+    s = Session("Multi-head attention", MHA_MISTAKES, exercise="multi_head_attention",
+                time_limit=time_limit, forbidden=_FORBIDDEN,
                 references={nl.MultiHeadAttention.forward: "nl.MultiHeadAttention",
                             nl.attention: "nl.attention"},
                 error_hints=((r"view size is not compatible", "view_after_transpose"),

@@ -90,7 +90,8 @@ _RMS_FORBIDDEN = {"rms_norm": "F.rms_norm (or nn.RMSNorm)", "_fused_rms_norm": "
 
 def check_rms_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(x, weight, eps=1e-6)``, RMSNorm over the last dim, against nl.rms_norm."""
-    s = Session("RMSNorm", RMS_NORM_MISTAKES, time_limit=time_limit, forbidden=_RMS_FORBIDDEN,
+    s = Session("RMSNorm", RMS_NORM_MISTAKES, exercise="rms_norm",
+                time_limit=time_limit, forbidden=_RMS_FORBIDDEN,
                 references={nl.rms_norm: "nl.rms_norm", nl.RMSNorm.forward: "nl.RMSNorm"},
                 error_hints=((BROADCAST_ERROR, "missing_keepdim"),))
     if not s.require_callable(fn):

@@ -120,7 +120,7 @@ def _mutants(x, base, layout):
 
 def check_rope(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(x, base=10000.0)`` against nl.apply_rope in either layout; report the layout."""
-    s = Session("RoPE", ROPE_MISTAKES, time_limit=time_limit,
+    s = Session("RoPE", ROPE_MISTAKES, exercise="rope", time_limit=time_limit,
                 references={nl.apply_rope: "nl.apply_rope",
                             nl.apply_rope_complex: "nl.apply_rope_complex"})
     if not s.require_callable(fn):

@@ -90,7 +90,7 @@ def _as_float(value, step):
 def check_warmup_cosine(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(step, warmup_steps, total_steps, min_ratio=0.0)`` against
     nl.cosine_with_warmup, for every step from 0 to past total_steps."""
-    s = Session("Warmup + cosine", WARMUP_MISTAKES, time_limit=time_limit,
+    s = Session("Warmup + cosine", WARMUP_MISTAKES, exercise="warmup_cosine", time_limit=time_limit,
                 references={nl.cosine_with_warmup: "nl.cosine_with_warmup"},
                 error_hints=((r"division by zero", "zero_warmup"),))
     if not s.require_callable(fn):

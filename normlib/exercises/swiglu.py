@@ -71,7 +71,7 @@ def _mutants(x, W1, W2, W3):
 
 def check_swiglu_ffn(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check the class ``cls(dim, hidden_dim)`` (w1, w2, w3; forward) against a SwiGLU FFN."""
-    s = Session("SwiGLU FFN", SWIGLU_MISTAKES, time_limit=time_limit,
+    s = Session("SwiGLU FFN", SWIGLU_MISTAKES, exercise="swiglu_ffn", time_limit=time_limit,
                 references={nl.GLUFeedForward.forward: "nl.GLUFeedForward",
                             nl.glu_variant: "nl.glu_variant"})
     if not s.require_callable(cls, "your class"):

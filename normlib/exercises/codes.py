@@ -1,0 +1,135 @@
+"""Stable mistake codes: one per mistake a checker can name, in English and Chinese.
+
+A code is ``<exercise>.<mistake>``: ``layer_norm.unbiased_variance``, ``rope.positions_from_one``.
+Every exercise also has the codes of the outcomes that name no particular mistake
+(``<exercise>.cannot_tell``, ``.not_implemented``, ``.raised``, ``.returned_none``,
+``.wrong_shape``, ``.wrong_dtype``, ``.time_limit``, ``.shortcut``, ...), and the grader
+(normlib.classroom) emits the ``submission.*`` codes for work it could not check at all.
+
+The codes come from the checkers' catalogues ({key: (short label, explanation)}), so they are
+written once; docs/mistakes.md lists them (``make mistake-codes`` writes it), and
+tests/data/released_codes.txt keeps a released code from being renamed or dropped: a renamed code
+keeps an entry in ``ALIASES`` (old -> new).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._generic import GENERIC_MISTAKES, OUTCOMES
+from ._zh import ZH, ZH_BY_CODE
+
+__all__ = ["Code", "registry", "resolve", "code_of", "message_zh", "catalogues",
+           "SUBMISSION_CODES", "ALIASES"]
+
+# old code -> new code, for every released code that was renamed (tests/data/released_codes.txt)
+ALIASES: dict[str, str] = {}
+
+# The grader's codes: (short label, English message, Chinese message, example).
+SUBMISSION_CODES = {
+    "submission.not_json": (
+        "notebook unreadable", "the notebook could not be read: it is not valid JSON "
+        "(a truncated or hand-edited file?). Download it again from JupyterLab.",
+        "无法读取这个笔记本：它不是有效的 JSON（文件被截断或手动改坏了？）。请从 JupyterLab 重新下载。",
+        "a file cut off half-way: {\"cells\": [{\"cell_type\": \"co"),
+    "submission.no_answer": (
+        "answer missing", "the exercise's answer cell is missing or empty: keep the cell the "
+        "practice notebook gives you and write your code in it.",
+        "练习的作答单元格缺失或为空：请保留练习笔记本给出的单元格，在其中写代码。",
+        "the answer cell deleted, or left as the stub"),
+    "submission.crashed": (
+        "process died", "running your code ended the process (sys.exit, os._exit, a crash): "
+        "nothing could be checked.",
+        "运行你的代码时进程终止了（sys.exit、os._exit 或崩溃）：无法检查。",
+        "import os; os._exit(0)"),
+    "submission.timeout": (
+        "time limit", "the whole submission ran past the grader's time limit (an endless loop "
+        "at definition time?).",
+        "整个提交超过了评分的时间限制（定义时就进入了死循环？）。",
+        "while True: pass"),
+    "submission.memory": (
+        "memory limit", "your code used more memory than the grader allows.",
+        "你的代码使用的内存超过了评分允许的上限。",
+        "x = torch.empty(10**11)"),
+    "submission.output_limit": (
+        "printed too much", "your code printed more than the grader keeps: remove the prints "
+        "in loops.",
+        "你的代码打印的内容超过了评分保留的上限：请删掉循环里的 print。",
+        "print('x' * 10**9)"),
+    "submission.error": (
+        "error at definition", "the answer cell raised an exception when it was run, before "
+        "any check (a syntax error, a name not defined?).",
+        "作答单元格在运行时（任何检查之前）就抛出了异常（语法错误、名字未定义？）。",
+        "def layer_norm(x, weight, bias, eps=1e-5) return x"),
+}
+
+
+@dataclass(frozen=True)
+class Code:
+    """One mistake code: ``code`` = "<exercise>.<key>", its short label, its English and Chinese
+    one-line messages."""
+
+    code: str
+    exercise: str
+    key: str
+    label: str
+    message: str
+    message_zh: str
+
+
+def catalogues() -> dict[str, dict]:
+    """{exercise key: its catalogue {mistake key: (short label, explanation)}}, every exercise."""
+    from . import (
+        attention,
+        batch_norm,
+        deep_norm,
+        gelu,
+        layer_norm,
+        layer_norm_backward,
+        llama_block,
+        multi_head_attention,
+        rms_norm,
+        rope,
+        schedule,
+        swiglu,
+    )
+    return {"layer_norm": layer_norm.LAYER_NORM_MISTAKES, "rms_norm": rms_norm.RMS_NORM_MISTAKES,
+            "batch_norm": batch_norm.BN_MISTAKES, "deep_norm": deep_norm.DEEP_NORM_MISTAKES,
+            "swiglu_ffn": swiglu.SWIGLU_MISTAKES, "rope": rope.ROPE_MISTAKES,
+            "warmup_cosine": schedule.WARMUP_MISTAKES, "gelu_tanh": gelu.GELU_MISTAKES,
+            "attention": attention.ATTENTION_MISTAKES,
+            "layer_norm_backward": layer_norm_backward.LN_BACKWARD_MISTAKES,
+            "multi_head_attention": multi_head_attention.MHA_MISTAKES,
+            "llama_block": llama_block.LLAMA_MISTAKES}
+
+
+def code_of(exercise: str, key: str) -> str:
+    return f"{exercise}.{key}"
+
+
+def message_zh(exercise: str, key: str) -> str:
+    """The Chinese one-line message of ``<exercise>.<key>``."""
+    return ZH_BY_CODE.get(code_of(exercise, key)) or ZH[key]
+
+
+def registry() -> dict[str, Code]:
+    """Every code, in the order of docs/mistakes.md: each exercise's outcomes and generic mistakes,
+    then its catalogue; then the grader's ``submission.*`` codes."""
+    codes: dict[str, Code] = {}
+    for exercise, catalogue in catalogues().items():
+        for key, (label, text) in {**OUTCOMES, **GENERIC_MISTAKES, **catalogue}.items():
+            c = code_of(exercise, key)
+            codes[c] = Code(c, exercise, key, label, text, message_zh(exercise, key))
+    for c, (label, en, zh, _) in SUBMISSION_CODES.items():
+        codes[c] = Code(c, "submission", c.split(".", 1)[1], label, en, zh)
+    return codes
+
+
+def resolve(code: str) -> Code:
+    """The current ``Code`` for ``code``, following ``ALIASES`` for a renamed one; KeyError naming
+    the code otherwise."""
+    codes = registry()
+    current = ALIASES.get(code, code)
+    if current not in codes:
+        raise KeyError(f"resolve: code={code!r} is not a mistake code (see docs/mistakes.md)")
+    return codes[current]
