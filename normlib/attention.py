@@ -34,8 +34,8 @@ from .softcap import softcap as soft_cap
 
 __all__ = ["attention", "repeat_kv", "MultiHeadAttention", "QK_NORMS"]
 
-# qk_norm -> what one RMSNorm weight spans: "per_head" D (Qwen3, arXiv 2505.09388 Section 2;
-# Gemma 3), "projection" H * D for q and H_kv * D for k (OLMo 2, arXiv 2501.00656; HF Olmo2Attention)
+# qk_norm -> what one RMSNorm weight spans: "per_head" D (Qwen3, arXiv 2505.09388; Gemma 3),
+# "projection" H * D for q and H_kv * D for k (OLMo 2, arXiv 2501.00656; HF Olmo2Attention)
 QK_NORMS = ("per_head", "projection")
 
 

@@ -1,13 +1,20 @@
-"""The Transformer block and where its normalization sits (Post, Pre, DeepNorm, Sandwich).
+"""The Transformer block and where its normalization sits (Post, Pre, DeepNorm, Sandwich,
+Reordered).
 
 Notation: B batch, T sequence, C = d_model. Each block has two sublayers F (attention, then FFN);
-each sublayer is wrapped by one of four placements:
+each sublayer is wrapped by one of five placements:
 
     post      x = Norm(x + F(x))                    Vaswani et al. 2017, BERT       (后归一化)
     pre       x = x + F(Norm(x))                    GPT-2, LLaMA (+ a final norm)   (前归一化)
     deepnorm  x = LayerNorm(alpha * x + F(x))       DeepNet 2022: Post-LN with the residual
                                                     up-weighted by alpha at run time
-    sandwich  x = x + Norm(F(Norm(x)))              CogView's Sandwich-LN
+    sandwich  x = x + Norm(F(Norm(x)))              CogView's Sandwich-LN; Gemma 2 and 3's pre-
+                                                    and post-norms; the "Peri-LN" family
+                                                    (arXiv 2502.02732)
+    reordered x = x + Norm(F(x))                    OLMo 2's "reordered norm" (arXiv 2501.00656):
+                                                    the norm on the sublayer output only
+In "sandwich" and "reordered" nothing normalizes the residual stream itself, so a model adds a
+final norm, as with "pre" (Gemma 3 and OLMo 2 do).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from .norms import LayerNorm, RMSNorm
 __all__ = ["TransformerBlock", "NORMS", "PLACEMENTS", "FFNS", "make_norm", "make_ffn"]
 
 NORMS = ("layernorm", "rmsnorm")
-PLACEMENTS = ("post", "pre", "deepnorm", "sandwich")
+PLACEMENTS = ("post", "pre", "deepnorm", "sandwich", "reordered")
 PLAIN_FFNS = ("relu", "gelu", "swish")          # FeedForward with the activation of that name
 FFNS = (*PLAIN_FFNS, *GLU_VARIANTS)
 
@@ -63,12 +70,15 @@ class TransformerBlock(nn.Module):
         d_model: width C; n_heads: divides d_model.
         n_kv_heads: key/value heads of the attention (GQA), divides n_heads; None means n_heads.
         norm: "layernorm" | "rmsnorm" (DeepNorm is defined with LayerNorm; any norm is allowed).
-        placement: "post" | "pre" | "deepnorm" | "sandwich".
+        placement: "post" | "pre" | "deepnorm" | "sandwich" | "reordered" (module docstring).
+            In "reordered" norm1 and norm2 act on the attention's and the FFN's outputs.
         ffn: "relu" | "gelu" | "swish" | "glu" | "bilinear" | "reglu" | "geglu" | "swiglu".
         d_ff: FFN hidden width (default: see ``make_ffn``).
         norm_eps: the norms' eps (1e-5; HF LlamaConfig's default rms_norm_eps is 1e-6).
         rope: rotate q and k with RoPE; rope_base: its frequency base; causal: mask future
             positions.
+        qk_norm, sliding_window, softcap: the attention's (see ``MultiHeadAttention``); the
+            QK-norms take norm_eps.
         fused_norm: PyTorch's fused nn.LayerNorm / nn.RMSNorm instead of normlib's (see make_norm).
         alpha: DeepNorm's residual weight, used only with placement="deepnorm". Stored as a 0-dim
             buffer (not a Python float), so that Post-LN (alpha = 1) and DeepNorm blocks of one
@@ -88,7 +98,9 @@ class TransformerBlock(nn.Module):
                  norm: str = "layernorm", norm_eps: float = 1e-5, placement: str = "pre",
                  ffn: str = "relu", d_ff: int | None = None, rope: bool = False,
                  rope_base: float = 10000.0, causal: bool = True, fused_norm: bool = False,
-                 alpha: float = 1.0, device=None, dtype=None):
+                 alpha: float = 1.0, qk_norm: str | None = None,
+                 sliding_window: int | None = None, softcap: float | None = None, device=None,
+                 dtype=None):
         super().__init__()
         fn = "TransformerBlock"
         check_int(fn, "d_model", d_model, minimum=1)
@@ -108,7 +120,9 @@ class TransformerBlock(nn.Module):
         self.register_buffer("alpha", self._alpha_buffer(wide, device), persistent=False)
         factory = {"device": device, "dtype": dtype}
         self.attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, rope=rope,
-                                       rope_base=rope_base, causal=causal, **factory)
+                                       rope_base=rope_base, causal=causal, qk_norm=qk_norm,
+                                       qk_norm_eps=norm_eps, sliding_window=sliding_window,
+                                       softcap=softcap, **factory)
         self.ffn = make_ffn(ffn, d_model, d_ff, **factory)
         self.norm1, self.norm2 = (make_norm(norm, d_model, fused_norm, norm_eps, **factory)
                                   for _ in range(2))
@@ -132,6 +146,8 @@ class TransformerBlock(nn.Module):
             return x + f(norm(x))
         if self.placement == "sandwich":
             return x + norm_out(f(norm(x)))
+        if self.placement == "reordered":
+            return x + norm(f(x))
         # post (alpha = 1) and deepnorm; alpha * x in float32 for half x, as x * a Python float
         return norm((x.to(compute_dtype(x)) * self.alpha).type_as(x) + f(x))
 

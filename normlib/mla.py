@@ -120,8 +120,8 @@ class MultiHeadLatentAttention(nn.Module):
             w_uk = self.w_uk.weight.view(H, D, self.kv_lora_rank)                   # (H, D, d_c)
             w_uv = self.w_uv.weight.view(H, D, self.kv_lora_rank)                   # (H, D, d_c)
             q_lat = torch.einsum("bhtd,hdc->bhtc", q_c, w_uk)                       # (B, H, T, d_c)
-            q = torch.cat((q_lat, q_r), dim=-1)                                     # (B, H, T, d_c+R)
-            k = torch.cat((c_kv, k_r), dim=-1).expand(B, H, S, -1)                  # (B, H, S, d_c+R)
+            q = torch.cat((q_lat, q_r), dim=-1)                                # (B, H, T, d_c+R)
+            k = torch.cat((c_kv, k_r), dim=-1).expand(B, H, S, -1)             # (B, H, S, d_c+R)
             o_lat = attention(q, k, c_kv.expand(B, H, S, -1), scale=scale,
                               offset=S - T)                                         # (B, H, T, d_c)
             o = torch.einsum("bhtc,hdc->bhtd", o_lat, w_uv)                         # (B, H, T, D)

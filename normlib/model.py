@@ -6,7 +6,8 @@ tokens (B, T) -> embeddings (B, T, C) -> n_layers x TransformerBlock -> [final n
 Conventions:
 - Learned absolute position embeddings, unless rope=True (then RoPE inside attention, none here).
 - A final norm after the last block for the placements whose residual stream is never normalized
-  ("pre", "sandwich"), as GPT-2 does; Post-LN and DeepNorm blocks already end in a norm.
+  ("pre", "sandwich", "reordered"), as GPT-2, Gemma 3 and OLMo 2 do; Post-LN and DeepNorm blocks
+  already end in a norm.
 - Initialization: linear layers keep PyTorch's default (uniform, variance 1 / (3 fan_in)); token
   and position embeddings are N(0, 1/2) each, so that their sum has unit variance. Xavier weights
   (Xiong et al.'s analysis) make each sublayer's output about as large as its input; at 12 layers
@@ -44,9 +45,11 @@ class ModelConfig:
 
     Fields: vocab_size V, d_model C, n_layers, n_heads H, max_seq_len; n_kv_heads (None: H);
     norm ("layernorm" | "rmsnorm") and norm_eps; placement ("post" | "pre" | "deepnorm" |
-    "sandwich"); ffn (a name of ``FFNS``) and d_ff (None: see ``make_ffn``); rope and rope_base;
+    "sandwich" | "reordered"); ffn (a name of ``FFNS``) and d_ff (None: see ``make_ffn``); rope
+    and rope_base;
     causal; fused_norm (torch's fused norms, the same function); alpha, DeepNorm's residual weight
-    (None: DeepNet's decoder-only (2 n_layers)^(1/4) with placement="deepnorm", 1 otherwise).
+    (None: DeepNet's decoder-only (2 n_layers)^(1/4) with placement="deepnorm", 1 otherwise);
+    qk_norm, sliding_window and softcap, every block's attention's (see ``MultiHeadAttention``).
 
     ``PER_MEMBER`` names the fields in which the members of one ``train_ensemble`` may differ:
     alpha is data (a buffer), not code. Post-LN and DeepNorm also share their code
@@ -69,6 +72,9 @@ class ModelConfig:
     causal: bool = True
     fused_norm: bool = False
     alpha: float | None = None
+    qk_norm: str | None = None
+    sliding_window: int | None = None
+    softcap: float | None = None
 
     PER_MEMBER: ClassVar[tuple[str, ...]] = ("alpha",)
 
@@ -115,7 +121,8 @@ class ModelConfig:
 class TinyTransformerLM(nn.Module):
     """Decoder-only LM: ``TinyTransformerLM(vocab_size, d_model, n_layers, n_heads, max_seq_len,
     **options)``, the options being the other fields of ``ModelConfig`` (n_kv_heads, norm,
-    norm_eps, placement, ffn, d_ff, rope, rope_base, causal, fused_norm, alpha), or
+    norm_eps, placement, ffn, d_ff, rope, rope_base, causal, fused_norm, alpha, qk_norm,
+    sliding_window, softcap), or
     ``TinyTransformerLM(config=ModelConfig(...))``. The config is kept as ``model.config``.
     device, dtype: of the parameters, as every torch module's factory kwargs.
 
@@ -155,9 +162,10 @@ class TinyTransformerLM(nn.Module):
             TransformerBlock(c.d_model, c.n_heads, c.n_kv_heads, norm=c.norm, norm_eps=c.norm_eps,
                              placement=c.placement, ffn=c.ffn, d_ff=c.d_ff, rope=c.rope,
                              rope_base=c.rope_base, causal=c.causal, fused_norm=c.fused_norm,
-                             alpha=c.block_alpha, **factory)
+                             alpha=c.block_alpha, qk_norm=c.qk_norm,
+                             sliding_window=c.sliding_window, softcap=c.softcap, **factory)
             for _ in range(c.n_layers))
-        needs_final_norm = c.placement in ("pre", "sandwich")
+        needs_final_norm = c.placement in ("pre", "sandwich", "reordered")
         self.norm_f = make_norm(c.norm, c.d_model, c.fused_norm, c.norm_eps, **factory) \
             if needs_final_norm else nn.Identity()
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False, **factory)

@@ -8,8 +8,9 @@ The softmax is unchanged by adding a constant to every logit, so cross-entropy a
 free to drift; the penalty pulls it towards 0, i.e. the softmax towards self-normalized logits.
 PaLM adds "z_loss = 10^-4 * log^2 Z to encourage the softmax normalizer log(Z) to be close to 0,
 which we found increases the stability of training" (Chowdhery et al. 2022, arXiv 2204.02311,
-Section 5, Training Setup, "Loss function"); OLMo 2 trains with it too (arXiv 2501.00656). The mean over tokens
-(not the sum) matches a mean cross-entropy, so the coefficient means the same at any batch size.
+Section 5, Training Setup, "Loss function"); OLMo 2 trains with it too (arXiv 2501.00656). The mean
+over tokens (not the sum) matches a mean cross-entropy, so the coefficient means the same at any
+batch size.
 """
 
 from __future__ import annotations

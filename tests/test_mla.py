@@ -55,7 +55,7 @@ def test_rope_on_the_compressed_key_cannot_be_absorbed():
     # rotation, so W^UQ^T W^UK alone cannot reproduce it: the same latent pair gives different
     # logits at different offsets, while the decoupled k^R carries the position instead.
     D = 8
-    q, k = torch.randn(1, 1, 1, D, dtype=torch.float64), torch.randn(1, 1, 1, D, dtype=torch.float64)
+    q, k = (torch.randn(1, 1, 1, D, dtype=torch.float64) for _ in range(2))
     logits = [(nl.apply_rope(q, torch.tensor([m]), layout="half")
                * nl.apply_rope(k, torch.tensor([0]), layout="half")).sum().item() for m in (0, 3)]
     assert abs(logits[0] - (q * k).sum().item()) < 1e-12 and abs(logits[1] - logits[0]) > 1e-3

@@ -80,5 +80,18 @@ def test_rolling_cache_checks():
     mha = nl.MultiHeadAttention(16, 2, sliding_window=3)
     with pytest.raises(ValueError, match="RollingKVCache.*window 5.*sliding_window=3"):
         mha(torch.randn(1, 2, 16), nl.RollingKVCache(5))
-    with pytest.raises(ValueError, match="RollingKVCache of window 3 needs sliding_window=3, got sliding_window=None"):
+    with pytest.raises(ValueError, match="window 3 needs sliding_window=3, got sliding_window=None"):
         nl.MultiHeadAttention(16, 2)(torch.randn(1, 2, 16), nl.RollingKVCache(3))
+
+
+def test_tiny_lm_with_2025_blocks_decodes_through_rolling_caches():
+    # ModelConfig passes qk_norm, sliding_window and softcap to every block; the "reordered"
+    # placement (OLMo 2) gets a final norm, as "pre" does.
+    lm = nl.TinyTransformerLM(20, 32, 2, 4, 16, norm="rmsnorm", placement="reordered",
+                              ffn="swiglu", rope=True, qk_norm="per_head", sliding_window=3,
+                              softcap=30.0).double()
+    assert isinstance(lm.norm_f, nl.RMSNorm) and lm.blocks[1].attn.sliding_window == 3
+    idx = torch.randint(20, (2, 10))
+    caches = [nl.RollingKVCache(3) for _ in lm.blocks]
+    steps = [lm(idx[:, :4], caches)] + [lm(idx[:, t:t + 1], caches) for t in range(4, 10)]
+    close(torch.cat(steps, dim=1), lm(idx))
