@@ -1,12 +1,13 @@
 """normlib: reference implementations of the Transformer's building blocks, for learning by hand.
 
 Every layer that PyTorch also ships matches PyTorch's numbers (see tests/). Modules, one idea each:
-norms (BatchNorm, LayerNorm, RMSNorm), deepnorm, blocks (Post/Pre/DeepNorm/Sandwich placement),
-schedules (warmup), activations (activations, GLU variants, FFNs), rope, rope_scaling (context
-extension), attention (MHA, GQA, MQA; QK-norm), kv_cache (a KV cache for decoding),
-sliding_window (banded masks, a rolling cache), softcap (logit soft-capping), z_loss, dyt
-(Dynamic Tanh), mla (multi-head latent attention), model (TinyTransformerLM), hf (Hugging Face LLaMA weights into it), data (a synthetic language), train
-(a training loop), viz (plot style), diagrams (labelled block diagrams, ``nl.diagrams``).
+norms (BatchNorm, LayerNorm, RMSNorm), deepnorm, blocks (Post/Pre/DeepNorm/Sandwich/Reordered
+placement), schedules (warmup), activations (activations, GLU variants, FFNs), rope, rope_scaling
+(context extension), attention (MHA, GQA, MQA; QK-norm), kv_cache (a KV cache for decoding),
+sliding_window (banded masks, a rolling cache), softcap (logit soft-capping), z_loss, dyt (Dynamic
+Tanh), mla (multi-head latent attention), model (TinyTransformerLM), hf (Hugging Face LLaMA weights
+into it), data (a synthetic language), train (a training loop), viz (plot style), diagrams (labelled
+block diagrams, ``nl.diagrams``).
 """
 
 import importlib

@@ -122,7 +122,7 @@ class MultiHeadAttention(nn.Module):
         qk_norm: None, "per_head" or "projection": an RMSNorm (``q_norm``, ``k_norm``, HF's names,
             gains of ones) on the queries and keys after their projections and BEFORE RoPE,
             which bounds the logits |q.k| / sqrt(D) by sqrt(D) times the gains (Dehghani et al.
-            2023, ViT-22B Section 3.1; Wortsman et al. 2023, arXiv 2309.14322 Section 3.1).
+            2023, ViT-22B, arXiv 2302.05442; Wortsman et al. 2023, arXiv 2309.14322 Section 3.1).
             "per_head": over each head's D features, one (D,) gain shared by the heads (Qwen3,
             Gemma 3); "projection": over the whole (H D,) query and (H_kv D,) key projection
             before the split into heads (OLMo 2).

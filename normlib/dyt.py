@@ -24,7 +24,7 @@ __all__ = ["dyt", "DyT"]
 
 def dyt(x: torch.Tensor, alpha: torch.Tensor | float, weight: torch.Tensor | None = None,
         bias: torch.Tensor | None = None) -> torch.Tensor:
-    """``weight * tanh(alpha * x) + bias`` over the last dim (DyT, arXiv 2503.10622, eq. 1).
+    """``weight * tanh(alpha * x) + bias`` over the last dim (DyT, arXiv 2503.10622).
 
     Args:
         x: (..., C).

@@ -2,7 +2,7 @@
 
 Notation: B batch, T new tokens, S cached tokens, C = d_model, H heads, D head dim (d_h),
 d_c the KV latent (kv_lora_rank), d_cq the query latent (q_lora_rank), R the RoPE part of a
-query/key head (d_h^R). Following DeepSeek-V2 (arXiv 2405.04434, Section 2.1, eqs. 9-19):
+query/key head (d_h^R). Following DeepSeek-V2 (arXiv 2405.04434, Section 2.1):
 
     c_KV = W^DKV h                 (B, T, d_c)      the only per-token state besides k^R
     k^C  = W^UK c_KV,  v = W^UV c_KV                (B, H, S, D) each, rebuilt from the latent
@@ -115,7 +115,7 @@ class MultiHeadLatentAttention(nn.Module):
         if cache is not None:
             c_kv, k_r = cache.update(c_kv, k_r)                 # (B, 1, S, d_c), (B, 1, S, R)
         S = c_kv.shape[-2]
-        scale = 1 / math.sqrt(D + R)                            # the full q/k dim, eq. (17)
+        scale = 1 / math.sqrt(D + R)                            # the full q/k head dim
         if absorb:
             w_uk = self.w_uk.weight.view(H, D, self.kv_lora_rank)                   # (H, D, d_c)
             w_uv = self.w_uv.weight.view(H, D, self.kv_lora_rank)                   # (H, D, d_c)

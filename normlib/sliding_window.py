@@ -4,7 +4,7 @@ Notation: B batch, H_kv key/value heads, T new tokens, S keys, D head dim, W the
 Query at position p attends to keys at positions p - W + 1 .. p (itself and the W - 1 before it),
 the mask ``kv_idx > q_idx - W`` of Mistral 7B (arXiv 2310.06825, Section 2, W = 4096) and of HF's
 sliding-window layers (Gemma 3: W = 1024 on five local layers per global one, arXiv 2503.19786,
-Section 2.1). One layer sees W tokens back; L stacked layers see up to L (W - 1) back.
+Section 2). One layer sees W tokens back; L stacked layers see up to L (W - 1) back.
 
 Decoding never needs a key older than W - 1 tokens before the newest query, so a rolling cache
 keeps only the last W - 1 keys and values (as HF's ``DynamicSlidingWindowLayer``): a fixed
