@@ -31,6 +31,9 @@ def _manual(block, x, placement, alpha=1.0):
     if placement == "sandwich":
         x = x + block.norm1_out(a(n1(x)))
         return x + block.norm2_out(f(n2(x)))
+    if placement == "reordered":                     # OLMo 2: the norm on F's output only
+        x = x + n1(a(x))
+        return x + n2(f(x))
     x = n1(alpha * x + a(x))
     return n2(alpha * x + f(x))
 
