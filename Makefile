@@ -108,6 +108,21 @@ generate-exercises: setup
 check-exercises: setup
 	$(PY) -m tools.generate_exercises --check
 
+# docs/mistakes.md lists every mistake code with its English and Chinese message, generated from
+# the checkers' catalogues (tests/test_exercises_tools.py fails when it is out of date).
+.PHONY: mistake-codes
+mistake-codes: setup
+	$(PY) -m tools.mistake_codes
+
+# Grade a class (normlib/classroom/): SUBMISSIONS holds one folder per student with the practice
+# notebooks as `make exercises` copies them; OUT gets gradebook.csv, results.jsonl, report.html.
+# Each answer runs in its own limited process (normlib/classroom/ISOLATION.md).
+.PHONY: grade
+grade: setup
+	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || \
+		{ echo "usage: make grade SUBMISSIONS=folder-of-student-folders OUT=folder" >&2; exit 2; }
+	$(PY) -m normlib.classroom grade "$(SUBMISSIONS)" --out "$(OUT)"
+
 # The Chinese edition (README.zh-CN.md): notebooks/zh/ is generated from the English notebooks and
 # the translation files in notebooks/zh/_translations/. `translations` regenerates it (after the
 # English notebooks are re-executed, say); `check-translations` (part of `make test`) fails when an
@@ -142,3 +157,31 @@ $(SLIDES_NPM): tools/slides/package.json tools/slides/package-lock.json
 
 clean:
 	rm -rf $(VENV) $(STATE) normlib.egg-info
+
+# The classroom kit (classroom/, docs/teaching.md). `hub`: a trial JupyterHub on 127.0.0.1 for a
+# laptop (test users, one password, everyone as your Unix user: never for a real class).
+# `e2e-classroom`: two students on that hub in Chromium, nbgitpuller links, an instructor's update,
+# the grader (tests/e2e_classroom). The hub's packages (classroom/requirements.txt) go into .venv on
+# first use, with requirements.txt as constraints; the proxy comes from classroom/package-lock.json.
+HUB_STAMP := $(VENV)/.installed-hub
+HUB_NPM   := classroom/node_modules/.package-lock.json
+HUB_PORT  ?= 8000
+HUB_USERS ?= alice,bob,carol
+HUB_PASSWORD ?= normlib
+.PHONY: hub e2e-classroom
+hub: setup $(HUB_STAMP) $(HUB_NPM)
+	@echo "Trial hub: http://127.0.0.1:$(HUB_PORT)/  users: $(HUB_USERS)  password: $(HUB_PASSWORD)"
+	@echo "Homes in build/hub/homes/. Ctrl+C stops it (and the students' servers)."
+	NORMLIB_HUB_DIR=$(CURDIR)/build/hub NORMLIB_HUB_PORT=$(HUB_PORT) NORMLIB_HUB_USERS=$(HUB_USERS) \
+		NORMLIB_HUB_PASSWORD=$(HUB_PASSWORD) $(VENV)/bin/jupyterhub -f classroom/jupyterhub_config_trial.py
+
+e2e-classroom: setup $(HUB_STAMP) $(HUB_NPM)
+	E2E=1 $(PY) -m pytest tests/e2e_classroom -v -s --timeout 600
+
+$(HUB_STAMP): $(STAMP) classroom/requirements.txt
+	$(PY) -m pip install --quiet -r classroom/requirements.txt -c requirements.txt
+	touch $@
+
+$(HUB_NPM): classroom/package.json classroom/package-lock.json
+	cd classroom && npm ci --no-audit --no-fund
+	touch $@

@@ -1,0 +1,187 @@
+"""The grader's child process: one submission (a student's answer to one exercise), isolated.
+
+The grader forks this from a server that has imported torch and normlib once (multiprocessing's
+forkserver), so a child starts in milliseconds. ``run(conn, job)`` limits the process, runs the
+answer cell and the exercise's checker, and sends one JSON record on ``conn``. See ISOLATION.md for
+what the limits hold.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import json
+import linecache
+import os
+import resource
+import signal
+import sys
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+# What the practice notebooks' setup cells import (the child runs a student's imports again):
+# imported once here, in the server the children are forked from.
+import ipywidgets  # noqa: E402, F401
+import matplotlib.pyplot  # noqa: E402, F401  (after MPLBACKEND: no GUI backend)
+import torch  # noqa: E402
+
+import normlib.viz  # noqa: E402, F401
+from normlib.exercises import EXERCISES  # noqa: E402
+from normlib.exercises._harness import describe_exception  # noqa: E402
+
+__all__ = ["run", "PREAMBLE", "OutputLimitExceeded"]
+
+# What every practice notebook's setup cell gives the answer cell (torch, nn, F, math, nl).
+PREAMBLE = ("import math\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
+            "import normlib as nl\n")
+OUTPUT_KEPT = 2000           # characters of the answer's own output kept for the report
+
+
+class OutputLimitExceeded(BaseException):
+    """The answer printed more than the grader's output limit."""
+
+
+class _BoundedOutput:
+    """sys.stdout / sys.stderr for the answer: keeps the first OUTPUT_KEPT characters, counts the
+    rest, and stops the answer once it printed more than ``limit`` characters in all."""
+
+    def __init__(self, limit: int):
+        self.limit, self.count, self.head = limit, 0, []
+
+    def write(self, text: str) -> int:
+        text = str(text)
+        if self.count < OUTPUT_KEPT:
+            self.head.append(text[: OUTPUT_KEPT - self.count])
+        self.count += len(text)
+        if self.count > self.limit:
+            raise OutputLimitExceeded
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _limit(job: dict) -> None:
+    """This process's limits: memory, file size, processes, no core files."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize"))
+    memory = vm + job["memory_mb"] * 2**20         # what is mapped now (torch) + the allowance
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (job["file_bytes"], job["file_bytes"]))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    with contextlib.suppress(ValueError, OSError):     # not lowerable everywhere
+        resource.setrlimit(resource.RLIMIT_NPROC, (job["processes"], job["processes"]))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)      # an oversize write fails, not the process
+
+
+def _isolate(job: dict) -> None:
+    """An empty working directory, a clean environment, its own process group, output to a file."""
+    os.setsid()                                        # the grader kills the whole group
+    os.chdir(job["workdir"])
+    os.environ.clear()
+    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": job["workdir"], "LANG": "C.UTF-8",
+                       "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"})
+    out = os.open("output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    torch.set_num_threads(1)                           # one core per child; the pool uses them all
+    # A fork in Python (os.fork, multiprocessing) ends at once in the new process.
+    os.register_at_fork(after_in_child=lambda: os._exit(70))
+
+
+def _imports(cells: list[str]) -> str:
+    """The top-level import statements of the student's cells before the answer (an import they
+    added to the setup cell), and nothing else of those cells."""
+    lines = []
+    for source in cells:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        lines += [ast.get_source_segment(source, node) for node in tree.body
+                  if isinstance(node, (ast.Import, ast.ImportFrom))]
+    return "\n".join(line for line in lines if line)
+
+
+def _memory_error(text: str) -> bool:
+    return "MemoryError" in text or "can't allocate memory" in text
+
+
+def grade(job: dict) -> dict:
+    """Run the answer and the checker in this process; the record the grader writes."""
+    exercise = EXERCISES[job["exercise"]]
+    namespace = {"__name__": "__main__"}
+    stdout = _BoundedOutput(job["output_chars"])
+    sys.stdout = sys.stderr = stdout
+    record = {}
+    stage = "the answer cell"
+    try:
+        exec(compile(PREAMBLE + _imports(job["before"]), "<setup>", "exec"), namespace)
+        filename = f"<answer {job['notebook']}>"
+        linecache.cache[filename] = (len(job["answer"]), None,
+                                     job["answer"].splitlines(True), filename)
+        exec(compile(job["answer"], filename, "exec"), namespace)
+        answer = namespace.get(exercise.name)
+        if answer is None:
+            record.update(passed=False, code="submission.no_answer",
+                          message=f"the answer cell defines no {exercise.name}")
+        else:
+            stage = "the checker"
+            result = exercise.checker(answer, time_limit=job["time_limit"])
+            record.update(_from_result(result, exercise.key))
+    except OutputLimitExceeded:
+        record.update(passed=False, code="submission.output_limit",
+                      message=f"printed more than {job['output_chars']:,} characters")
+    except SystemExit as exc:
+        record.update(passed=False, code="submission.crashed",
+                      message=f"{stage} called sys.exit({exc.code!r})")
+    except BaseException as exc:          # raised by the answer cell, or the checker failed
+        text = describe_exception(exc)
+        code = "submission.memory" if _memory_error(text) else "submission.error"
+        verb = "raised" if stage == "the answer cell" else "failed on this answer:"
+        record.update(passed=False, code=code, message=f"{stage} {verb} {text}")
+    finally:
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    record["output"] = "".join(stdout.head)
+    return record
+
+
+def _from_result(result, key: str) -> dict:
+    """passed, code, message, message_zh and the ✓/✗ lines of a CheckResult."""
+    code = getattr(result, "code", None)
+    message = getattr(result, "message", None)
+    if code is None and not result.passed:      # before the checkers had stable codes
+        mistake = result.mistake or ("not_implemented" if not result.implemented else "cannot_tell")
+        code = f"{key}.{mistake}"
+    if not message:
+        message = result.diagnosis or (result.report().splitlines()[0] if result.passed else
+                                       "not implemented yet")
+    record = {"passed": bool(result.passed), "code": None if result.passed else code,
+              "message": message, "message_zh": getattr(result, "message_zh", None),
+              "checks": list(result.messages)}
+    if not result.passed and any(_memory_error(line) for line in result.messages):
+        record["code"] = "submission.memory"
+        record["message"] = "ran out of memory (the grader's limit): " + message
+    return record
+
+
+def run(conn, job: dict) -> None:
+    """The child's entry point: isolate, limit, grade, send one JSON record, exit."""
+    try:
+        _isolate(job)
+        _limit(job)
+        record = grade(job)
+    except BaseException as exc:           # the grader's own failure in this child
+        record = {"passed": False, "code": "submission.error",
+                  "message": f"the grader failed on this submission: {describe_exception(exc)}"}
+    try:
+        conn.send_bytes(json.dumps(record, ensure_ascii=False).encode())
+    finally:
+        os._exit(0)
