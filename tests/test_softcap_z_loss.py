@@ -59,7 +59,7 @@ def test_z_loss_is_the_squared_log_normalizer(dtype):
 
 def test_z_loss_pulls_log_z_to_zero_and_leaves_the_softmax_alone():
     # Adding a constant to every logit leaves the cross-entropy unchanged but not the z-loss,
-    # and its gradient moves every logit of a row by the same amount (2 c log Z softmax(z)).
+    # whose gradient, 2 c log Z softmax(z) / N for N rows, pushes log Z back towards 0.
     logits = torch.randn(4, 7, dtype=torch.float64)
     target = torch.randint(7, (4,))
     shifted = logits + 10.0
