@@ -1,6 +1,7 @@
 """The practice tooling: robustness against any learner code, the result's report, the generator
 of learner notebooks, the workspace copy, the catalogue and the drill."""
 
+import re
 import signal
 import sys
 import threading
@@ -12,9 +13,11 @@ import pytest
 import torch
 
 from normlib import exercises as ex
-from normlib.exercises import drill
-from tools import workspace
+from normlib.exercises import codes, drill
+from normlib.exercises._generic import GENERIC_MISTAKES, OUTCOMES
+from normlib.exercises._zh import ZH, ZH_BY_CODE
 from tools import generate_exercises as generate
+from tools import mistake_codes, workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -278,3 +281,89 @@ def test_drill_picks_checks_and_asks(capsys):
     assert d.done() is None and "Nothing to check yet: define `layer_norm`" in capsys.readouterr().out
     assert drill.format_duration(65) == "1 min 05 s" and drill.format_duration(9.6) == "10 s"
     assert drill.menu().count("\n") == len(ex.EXERCISES) + 1
+
+
+# --------------------------------------------------------------------------- mistake codes
+RELEASED = ROOT / "tests" / "data" / "released_codes.txt"
+
+
+def released_codes() -> list[str]:
+    return [line.strip() for line in RELEASED.read_text().splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+def test_every_released_code_still_exists_or_has_an_alias():
+    current = codes.registry()
+    for code in released_codes():
+        assert code in current or codes.ALIASES.get(code) in current, (
+            f"{code} was released: keep it, or map it to its new name in codes.ALIASES")
+
+
+def test_an_alias_resolves_and_an_unknown_code_is_refused(monkeypatch):
+    monkeypatch.setitem(codes.ALIASES, "layer_norm.unbiased_std", "layer_norm.unbiased_variance")
+    assert codes.resolve("layer_norm.unbiased_std").code == "layer_norm.unbiased_variance"
+    with pytest.raises(KeyError, match="layer_norm.typo"):
+        codes.resolve("layer_norm.typo")
+
+
+def test_every_code_has_one_line_in_english_and_chinese():
+    registry = codes.registry()
+    assert len(registry) > 300 and all(c in registry for c in codes.SUBMISSION_CODES)
+    for c in registry.values():
+        assert c.message and c.message_zh, c
+        assert "\n" not in c.message + c.message_zh, c
+        assert re.search(r"[\u4e00-\u9fff]", c.message_zh), c      # Chinese, not a copy
+
+
+def test_no_chinese_message_is_left_without_a_code():
+    keys = set().union(*codes.catalogues().values(), GENERIC_MISTAKES, OUTCOMES)
+    assert set(ZH) <= keys and set(ZH_BY_CODE) <= set(codes.registry())
+
+
+def test_the_mistakes_page_is_current():
+    assert (ROOT / "docs" / "mistakes.md").read_text() == mistake_codes.page(), \
+        "docs/mistakes.md is out of date: run make mistake-codes"
+
+
+@pytest.mark.parametrize("exercise", list(mistake_codes.MODULES))
+def test_every_key_a_checker_can_emit_is_in_its_catalogue(exercise):
+    """A key missing from the catalogue would silently become "wrong values" (review finding 18)."""
+    known = set(codes.catalogues()[exercise]) | set(GENERIC_MISTAKES) | set(OUTCOMES)
+    for module in mistake_codes.MODULES[exercise]:
+        assert mistake_codes.emitted_keys(module) <= known, module
+
+
+def test_the_shared_norm_probes_emit_only_catalogued_keys():
+    for module, exercises in mistake_codes.SHARED.items():
+        known = set().union(*(codes.catalogues()[e] for e in exercises))
+        assert mistake_codes.emitted_keys(module) <= known | set(GENERIC_MISTAKES)
+
+
+def test_the_key_scanner_finds_a_typo(tmp_path, monkeypatch):
+    (tmp_path / "m.py").write_text('def probe():\n    return ("eps_outsde_sqrt", f"Your {1}")\n'
+                                   'def check():\n    raise Fail("detail", "not_centered")\n')
+    monkeypatch.setattr(mistake_codes, "SOURCES", tmp_path)
+    assert mistake_codes.emitted_keys("m") == {"eps_outsde_sqrt", "not_centered"}
+
+
+def test_result_carries_code_and_messages_and_the_report_speaks_chinese():
+    wrong = lambda x, w, b, eps=1e-5: (x - x.mean(-1, keepdim=True)) / (  # noqa: E731
+        x.std(-1, keepdim=True) + eps) * w + b
+    result = ex.check_layer_norm(wrong)
+    assert result.code == "layer_norm.unbiased_and_eps_outside"
+    assert result.message == result.diagnosis and "\n" not in result.message
+    assert result.message_zh == codes.registry()[result.code].message_zh
+    good = ex.check_layer_norm(good_ln)
+    assert good.code is None and good.message == f"LayerNorm: all {len(good.messages)} checks passed"
+    stub = ex.check_layer_norm(lambda x, w, b, eps=1e-5: (_ for _ in ()).throw(NotImplementedError))
+    assert stub.code == "layer_norm.not_implemented" and not stub.passed
+    try:
+        ex.set_language("zh")
+        text = str(result)
+        assert text.startswith("层归一化 LayerNorm · ") and f"诊断：{result.message_zh}" in text
+        assert "全部" in str(good) and "尚未实现" in str(stub)
+    finally:
+        ex.set_language("en")
+    assert str(result).startswith("LayerNorm · ") and ex.language() == "en"
+    with pytest.raises(ValueError, match="lang='fr'"):
+        ex.set_language("fr")

@@ -22,6 +22,9 @@ from torch import nn
 
 from normlib import exercises as ex
 from normlib.exercises._session import Session
+from normlib.exercises.codes import registry
+
+REGISTRY = registry()
 
 CANNOT_TELL = {"cannot_tell", "wrong_values", "wrong_grad", "nan", "running_wrong", "dx_form"}
 
@@ -887,6 +890,7 @@ FALSE_FINDINGS = ("positions 1 .. T", "RoPE with", "does not return silu(z) * z"
 def verdict(key: str, name: str, fn, accepted: set) -> tuple[str, object]:
     """('correct' | 'wrong' | 'cannot tell' | 'passed', the result)."""
     result = CHECKERS[key][0](fn)
+    assert result.passed or result.code in REGISTRY, result.code      # every diagnosis has a code
     if result.passed:
         return "passed", result
     if result.mistake in accepted:

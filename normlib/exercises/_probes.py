@@ -95,8 +95,10 @@ def norm_probes(s, call, *, centred: bool) -> list:
                     "divide by the row's spread. Divide by sqrt(var + eps), so that x and 3x give "
                     "the same output.")
         if near(y3, y / 3, 1e-5, 1e-7):
-            return ("divides_by_variance", "Multiplying a row by 3 divided its output by 3: you "
-                    "divide by the variance (a square), not by its square root.")
+            return ("divides_by_variance" if centred else "divides_by_mean_square",
+                    "Multiplying a row by 3 divided its output by 3: you divide by the "
+                    f"{'variance' if centred else 'mean square'} (a square), not by its square "
+                    "root.")
         return ("not_scaled", "Multiplying a row by 3 changed its output: the divisor does not "
                 "grow in proportion to the row's spread, as sqrt(var + eps) does.")
 

@@ -68,6 +68,20 @@ BN_MISTAKES = {
     "running_wrong": ("wrong running statistics", "running_mean or running_var have values the "
                       "checker does not recognise: running = (1 - m) * running + m * batch_stat, "
                       "with the unbiased batch variance for running_var."),
+    "affine": ("weight and bias misapplied", "apply the weight as a scale and the bias as a shift, "
+               "per channel: y = x_hat * weight + bias."),
+    "affine_unused": ("weight and bias unused", "weight and bias do not change the output: y = "
+                      "x_hat * weight + bias, per channel."),
+    "eval_denominator": ("wrong eval denominator", "in eval mode divide by sqrt(running_var + "
+                         "eps)."),
+    "eval_depends_on_batch": ("eval output depends on the batch", "in eval mode one sample's "
+                              "output must not depend on the other samples: normalize with the "
+                              "running statistics only."),
+    "train_not_batch_stats": ("training does not use the batch statistics", "in training, "
+                              "normalize each channel with the mean and biased variance of the "
+                              "current batch."),
+    "running_var_stat": ("running_var stores another statistic", "running_var stores the unbiased "
+                         "variance of the batch (n / (n - 1) times the biased one), not the std."),
 }
 
 

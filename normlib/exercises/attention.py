@@ -46,6 +46,13 @@ ATTENTION_MISTAKES = {
     "returns_weights": ("returns the attention weights", "multiply the weights by v: the output is "
                         "(B, H, T, D), not the (B, H, T, T) weights."),
     "no_transpose": ("k not transposed", "the scores are q @ k.transpose(-2, -1): (T, D) @ (D, T)."),
+    "mask_direction": ("mask hides the past", "the causal mask keeps keys j <= t and hides the "
+                       "future, j > t: torch.ones(T, T).tril()."),
+    "rows_not_normalized": ("weights do not sum to 1", "each query's attention weights are a "
+                            "softmax over the keys: they sum to 1."),
+    "scale": ("wrong scale", "the scores are q . k / sqrt(D)."),
+    "weights_transposed": ("weights transposed", "the output is weights @ v, the softmax taken "
+                           "over the keys (the last dim)."),
 }
 
 

@@ -52,6 +52,20 @@ DEEP_NORM_MISTAKES = {
                              "branch is scaled: LayerNorm(alpha * x + sublayer(x))."),
     "sublayer_calls": ("sublayer called more than once", "call the sublayer once per forward: "
                        "attention or an FFN is the expensive part (and dropout would differ)."),
+    "output_not_normalized": ("output not normalized", "the last step is the LayerNorm: x_{l+1} = "
+                              "LN(alpha * x + G(x)), so every output row has mean 0 and std 1 at "
+                              "weight 1, bias 0."),
+    "residual_weight": ("the identity path not scaled by alpha", "alpha multiplies the identity "
+                        "path x, not beta and not the sublayer: LN(alpha * x + G(x))."),
+    "sublayer_input": ("wrong sublayer input", "the sublayer reads the layer's input x itself: "
+                       "G(x), not LayerNorm(x) (Pre-LN)."),
+    "alpha_growth": ("alpha grows wrongly with N", "alpha = (2N)^(1/4): it grows as N^0.25 (x ** "
+                     "1/4 is x / 4 in Python)."),
+    "alpha_prefactor": ("alpha's factor misplaced", "the factor 2 belongs inside the power: alpha "
+                        "= (2N)^(1/4)."),
+    "beta_growth": ("beta varies wrongly with N", "beta = (8N)^(-1/4): it falls as N^-0.25."),
+    "beta_prefactor": ("beta's factor misplaced", "the factor 8 belongs inside the power: beta = "
+                       "(8N)^(-1/4)."),
 }
 
 # (key, alpha(N), beta(N)) for formulas a learner may write instead of DeepNet's encoder-only pair
@@ -194,18 +208,20 @@ def _probes(s: Session, cls) -> list:
         found = []
         for i, (name, sign, c) in enumerate((("alpha", "", 2), ("beta", "-", 8))):
             g1, g256 = got[1][i], got[256][i]
+            growth = "alpha_growth" if name == "alpha" else "beta_growth"
+            prefactor = "alpha_prefactor" if name == "alpha" else "beta_prefactor"
             if g1 <= 0 or g256 <= 0:
-                found.append((f"{name}_growth", f"Your {name} is {fmt(g1)} at N = 1 and "
+                found.append((growth, f"Your {name} is {fmt(g1)} at N = 1 and "
                               f"{fmt(g256)} at N = 256; it must be positive: ({c}N)^({sign}1/4)."))
                 continue
             p = math.log(g256 / g1) / math.log(256)
             if abs(p - float(f"{sign}0.25")) > 1e-6:
-                found.append((f"{name}_growth", f"Your {name} grows as N^{p:.4g} ({fmt(g1)} at "
+                found.append((growth, f"Your {name} grows as N^{p:.4g} ({fmt(g1)} at "
                               f"N = 1, {fmt(g256)} at N = 256); DeepNet's is ({c}N)^({sign}1/4), "
                               f"which grows as N^{sign}0.25. Check the exponent (x ** 1/4 is x / 4 "
                               "in Python)."))
             elif abs(g1 - want[1][i]) > 1e-6 * want[1][i]:
-                found.append((f"{name}_prefactor", f"Your {name} has the right power of N but is "
+                found.append((prefactor, f"Your {name} has the right power of N but is "
                               f"{fmt(g1)} at N = 1 instead of {c}^({sign}1/4) = {fmt(want[1][i])}: "
                               f"the factor {c} belongs inside the power, ({c}N)^({sign}1/4)."))
         if len(found) == 2 and all(k.endswith("_growth") for k, _ in found):

@@ -33,6 +33,14 @@ GELU_MISTAKES = {
                             "for 2 / pi, sqrt(pi / 2) or a missing sqrt."),
     "tanh_overflow": ("tanh from exp overflows", "tanh written with exp, (e^2z - 1) / (e^2z + 1), "
                       "gives inf / inf = NaN for large |x|; use torch.tanh."),
+    "cubic_coefficient": ("wrong cubic coefficient", "the cubic term is 0.044715 x^3: 0.5 x (1 + "
+                          "tanh(sqrt(2/pi) (x + 0.044715 x^3)))."),
+    "missing_one": ("the 1 + is missing", "0.5 x (1 + tanh(...)): without the 1, large negative x "
+                    "does not give 0."),
+    "negative_tail": ("wrong negative tail", "for large negative x GELU goes to 0."),
+    "not_times_x": ("not multiplied by x", "GELU is x times a weight between 0 and 1: 0.5 x (1 + "
+                    "tanh(...))."),
+    "tails": ("wrong tails", "GELU is about x for large x and about 0 for large negative x."),
 }
 
 

@@ -69,6 +69,8 @@ LAYER_NORM_MISTAKES = {
     "detached_statistics": ("statistics detached", "the mean or variance is detached from "
                             "autograd (.detach(), .item() or .data): the backward pass must flow "
                             "through them too."),
+    "eps_wrong": ("not the eps passed", "add the eps argument itself inside the square root: "
+                  "sqrt(var + eps)."),
 }
 
 

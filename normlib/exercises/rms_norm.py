@@ -52,6 +52,8 @@ RMS_NORM_MISTAKES = {
     "axis": ("RMS over more than the last dim", "RMSNorm takes one RMS per row."),
     "detached_statistics": ("RMS detached", "the RMS is detached from autograd (.detach(), .item() "
                             "or .data): the backward pass must flow through it too."),
+    "eps_wrong": ("not the eps passed", "add the eps argument itself inside the square root: "
+                  "sqrt(mean(x^2) + eps)."),
 }
 
 

@@ -48,6 +48,12 @@ ROPE_MISTAKES = {
     "angles_low_precision": ("angles in low precision", "the angles t * theta are computed in the "
                              "input's dtype: bfloat16 cannot even represent 255 * theta precisely. "
                              "Compute the angles (and cos, sin) in float32."),
+    "frequencies": ("wrong frequencies", "theta_i = base^(-2i/D) for pair i = 0 .. D/2 - 1: from 1 "
+                    "down to nearly 1/base."),
+    "not_rotation": ("not a rotation", "each pair (x0, x1) is rotated: its length stays, and "
+                     "position 0 leaves x unchanged."),
+    "positions": ("wrong positions", "the row at index t of dim -2 sits at position t: "
+                  "torch.arange(T)."),
 }
 
 _LAYOUTS = ("interleaved", "half")

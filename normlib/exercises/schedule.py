@@ -40,6 +40,15 @@ WARMUP_MISTAKES = {
     "zero_warmup": ("division by warmup_steps = 0", "with warmup_steps = 0 there is no warmup: the "
                     "schedule starts at 1; do not divide by warmup_steps then."),
     "not_a_number": ("not a number", "return the multiplier as a Python float (or int)."),
+    "decay_shape": ("the decay is not the half cosine", "after warmup the multiplier is min_ratio "
+                    "+ (1 - min_ratio) * 0.5 * (1 + cos(pi * progress))."),
+    "warmup_ramp": ("wrong warmup ramp", "during warmup the multiplier is step / warmup_steps: 0 "
+                    "at step 0."),
+    "decay_end": ("the cosine ends elsewhere", "the cosine reaches min_ratio exactly at "
+                  "total_steps: progress (step - warmup_steps) / (total_steps - warmup_steps) is "
+                  "1 there."),
+    "floor": ("wrong value after total_steps", "after total_steps the multiplier stays at "
+              "min_ratio: clamp the progress at 1."),
 }
 
 

@@ -44,6 +44,16 @@ SWIGLU_MISTAKES = {
                          "w2(silu(w1 x)); SwiGLU multiplies by the up projection w3(x)."),
     "missing_down_projection": ("missing down projection w2", "the output has hidden_dim features: "
                                 "apply the down projection w2 to bring it back to dim."),
+    "gate_activation": ("the gate's activation is not SiLU", "SwiGLU gates with SiLU: "
+                        "w2(silu(w1 x) * w3 x)."),
+    "gate_not_product": ("gate and up not multiplied", "the gate and the up projection are "
+                         "multiplied element-wise: silu(w1 x) * w3 x."),
+    "output_not_from_w2": ("output not from w2", "everything the FFN returns goes through the down "
+                           "projection w2."),
+    "residual_inside": ("residual inside the FFN", "the FFN returns w2(...) only: the block around "
+                        "it adds the residual."),
+    "up_activated": ("SiLU on both branches", "only the gate w1 goes through SiLU; the up "
+                     "projection w3 enters linearly."),
 }
 
 
