@@ -181,6 +181,7 @@ class _Live:
     def __init__(self, update: Callable[..., object]):
         self.update = update
         self.moving: list = []          # the declared artists, in the order a full drawing draws them
+        self.animated: list = []        # they and their parts, marked animated
         self.background = None          # the canvas without them, from the last full drawing
         self.box = None                 # the content's box (inches) at the last full drawing
 
@@ -196,11 +197,14 @@ def live(fig, update: Callable[..., object]):
     """Make ``fig`` a live figure and return it. ``update(**controls)`` changes the figure's moving
     parts in place and returns them (a list of artists, as ``FuncAnimation(blit=True)``'s function
     does): lines, bars, texts, a legend (not its texts), an axes' title, an image. A move draws
-    just those over the rest of the figure as last drawn; if the update changed anything else (a
-    title it does not return, the axes' limits, an artist added or removed), the figure is drawn
-    in full. ``update``'s defaults are the controls' values the figure shows first; ``live`` calls
-    it once with them. A widget callback builds the fixed parts of its figure (axes, labels, empty
-    artists), defines ``update`` and returns ``live(fig, update)``."""
+    just those, in the order a full drawing would (then each axes' spines), over the rest of the
+    figure as last drawn; if the update changed anything else (a title it does not return, the
+    axes' limits, an artist added or removed), the figure is drawn in full. So return too what is
+    drawn over a moving artist (a legend over a line, a fixed line over a band), and put the grid
+    under bars, bands and images (``ax.set_axisbelow(True)``). ``update``'s defaults are the
+    controls' values the figure shows first; ``live`` calls it once with them. A widget callback
+    builds the fixed parts of its figure (axes, labels, empty artists), defines ``update`` and
+    returns ``live(fig, update)``."""
     from matplotlib.figure import Figure
     if not isinstance(fig, Figure):
         raise TypeError(f"live: fig must be a matplotlib Figure, got {type(fig).__name__}")
@@ -208,7 +212,24 @@ def live(fig, update: Callable[..., object]):
         raise TypeError(f"live: update must be a function of the controls' values, got {update!r}")
     fig._normlib_live = state = _Live(update)
     _declare(fig, state, update())
+    _wire_stale(fig)
     return fig
+
+
+def _wire_stale(parent) -> None:
+    """Give each part of ``parent`` that matplotlib leaves without a stale callback (axis labels,
+    tick parts, a legend's frame: ``ax.xaxis.label.set_text`` would not mark the figure stale) one
+    that marks its parent stale, so that a stale figure after an update means that something it
+    did not return changed."""
+    for child in parent.get_children():
+        if child.stale_callback is None:
+            child.stale_callback = functools.partial(_mark_stale, parent)
+        _wire_stale(child)
+
+
+def _mark_stale(parent, artist, stale: bool) -> None:
+    if stale:
+        parent.stale = True
 
 
 def update(fig, **values) -> None:
@@ -243,18 +264,30 @@ def _declare(fig, state: _Live, returned) -> None:
             raise ValueError(f"live: update returned {artist!r}, which is not drawn by an axes or "
                              "the figure itself (a legend's text, a tick label, or an artist "
                              "removed from the figure): return what draws it (the legend, the axes)")
-    for ax in {artist.axes for artist in returned if artist.axes in order and artist.axes.axison}:
-        children = ax.get_children()          # the spines are drawn over a line at the axes' edge
-        rank.update({spine: (order[ax], spine.get_zorder(), children.index(spine))
-                     for spine in ax.spines.values() if spine not in rank})
+    for ax in {artist.axes for artist in returned if artist.axes in order}:
+        children = ax.get_children()
+        # the spines are drawn over a line at the axes' edge; set_title also moves the left and
+        # right titles (private names: if matplotlib renames them, a new title is drawn in full)
+        also = [*ax.spines.values()] if ax.axison else []
+        if ax.title in rank:
+            also += [getattr(ax, name, None) for name in ("_left_title", "_right_title")]
+        rank.update({a: (order[ax], a.get_zorder(), children.index(a))
+                     for a in also if a in children and a not in rank})
     moving = sorted(rank, key=rank.get)
     if moving != state.moving:                # a new set: what leaves it goes into the background
-        for artist in state.moving:
-            if artist not in rank:
-                artist.set_animated(False)
-        for artist in moving:
+        for artist in state.animated:
+            artist.set_animated(False)
+        # their parts too (a legend's texts): a change to an animated artist does not mark the
+        # axes stale, and a legend's text would mark them directly
+        state.animated = [part for artist in moving for part in _parts(artist)]
+        for artist in state.animated:
             artist.set_animated(True)
         state.moving, state.background = moving, None
+
+
+def _parts(artist) -> list:
+    """``artist`` and every artist it draws, depth first."""
+    return [artist, *(part for child in artist.get_children() for part in _parts(child))]
 
 
 def _draw(fig, state: _Live) -> None:
@@ -273,6 +306,7 @@ def _draw(fig, state: _Live) -> None:
             fig.canvas.restore_region(state.background)
         for artist in state.moving:
             fig.draw_artist(artist)
+        fig.stale = False           # drawing them places their parts (ticks): not a change
     except BaseException:
         state.background = None
         raise
@@ -280,17 +314,20 @@ def _draw(fig, state: _Live) -> None:
 
 def _content_box(fig, state: _Live):
     """The box (inches) around everything drawn: the last full drawing's, with the moving
-    artists' (they may have grown since); artists clipped to their axes' box are inside it."""
+    artists' (they may have grown since); artists clipped to their axes' box, and the spines, are
+    inside it."""
+    from matplotlib.spines import Spine
     from matplotlib.transforms import Bbox
-    renderer = fig.canvas.get_renderer()
-    boxes = [state.box]
+    renderer, stale, boxes = fig.canvas.get_renderer(), fig.stale, [state.box]
     for artist in state.moving:
-        inside = (artist.get_clip_on() and artist.axes is not None
-                  and artist.get_clip_box() is artist.axes.bbox and artist.get_clip_path() is None)
+        inside = isinstance(artist, Spine) or (
+            artist.get_clip_on() and artist.axes is not None
+            and artist.get_clip_box() is artist.axes.bbox and artist.get_clip_path() is None)
         if artist.get_visible() and artist.get_in_layout() and not inside:
             box = artist.get_tightbbox(renderer)
             if box is not None and box.width > 0 and box.height > 0:
                 boxes.append(box.transformed(fig.dpi_scale_trans.inverted()))
+    fig.stale = stale               # measuring re-places ticks and titles where they are drawn
     return Bbox.union(boxes)
 
 

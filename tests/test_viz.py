@@ -1,6 +1,8 @@
 """normlib.viz: one colour per method, and a lecture mode that enlarges every plot and undoes itself."""
 
+import gc
 import io
+import weakref
 
 import matplotlib
 import numpy as np
@@ -8,6 +10,7 @@ import pytest
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from test_widgets import differing_pixels, drawn_in_full  # noqa: E402
 
 from normlib import viz  # noqa: E402
 
@@ -89,58 +92,267 @@ def _pixels(data: bytes):
     return np.asarray(Image.open(io.BytesIO(data))).astype(int)
 
 
-def test_a_live_figure_redrawn_in_part_looks_like_one_drawn_in_full():
-    viz.reading_mode()
+def _moved(fig, values) -> np.ndarray:
+    """Make each move (``values``: one dict of controls per move) as a widget does, the figure drawn
+    after each; the canvas after the last one, as RGBA pixels."""
+    for kw in values:
+        viz.update(fig, **kw)
+        viz.png(fig)
+    return np.asarray(fig.canvas.buffer_rgba()).copy()
+
+
+def _line_and_legend():
+    """A live figure with a fixed line, a moving line and its legend, fixed limits."""
     x = np.linspace(-3, 3, 101)
     fig, ax = plt.subplots()
     ax.plot(x, x / 2, ":", label="fixed")
     (line,) = ax.plot(x, x, label="moving")
     legend = ax.legend(loc="upper left")
     ax.set(ylim=(-3, 3), xlabel="x")
+    return fig, ax, x, line, legend
+
+
+@pytest.mark.parametrize("mode", [viz.reading_mode, viz.lecture_mode])
+def test_a_live_figure_redrawn_in_part_looks_like_one_drawn_in_full(mode):
+    mode()
+    fig, ax, x, line, legend = _line_and_legend()
 
     def update(a=1.0):
         line.set_ydata(a * np.tanh(x))
         legend.get_texts()[1].set_text(f"a = {a:g}")
         ax.set_title(f"a = {a:g}")
-    viz.live(fig, update)
-    viz.png(fig)
-    for a in (1.5, 2.0, 0.5):                    # the first move draws in full, later ones in part
-        viz.update(fig, a=a)
-        part = viz.png(fig)
-    viz._BLITS.pop(fig)
-    assert (_pixels(part) == _pixels(viz.png(fig))).all()
-
-
-@pytest.mark.parametrize("mode", [viz.reading_mode, viz.lecture_mode])
-def test_axes_that_rescale_are_redrawn_alone_and_look_as_in_a_full_drawing(mode):
-    """Left: a histogram-like line whose limits follow the data. Right: fixed limits, a moving
-    line and title. A move redraws the left axes (its ticks changed) but not the right one."""
-    mode()
-    x = np.linspace(-1, 1, 50)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3))
-    (grows,) = left.plot(x, x)
-    (moves,) = right.plot(x, x)
-    right.set(xlim=(-1, 1), ylim=(-10, 10), xlabel="fixed")
-    fig.subplots_adjust(wspace=0.4)        # apart: the left axes' tick labels stay off the right's
-
-    def update(a=1.0):
-        grows.set_data(a * x, a * x ** 2)
-        left.relim()
-        left.autoscale_view()
-        moves.set_ydata(a * x)
-        right.set_title(f"a = {a:g}")
+        return [line, legend, ax.title]
     viz.live(fig, update)
     viz.png(fig)
     drawn = []
-    right_draw = right.draw
-    right.draw = lambda renderer: (drawn.append(renderer), right_draw(renderer))[1]
-    for a in (2.0, 5.0, 0.5, 9.0):        # the first move draws in full, later ones in part
-        viz.update(fig, a=a)
-        part = viz.png(fig)
-    assert len(drawn) == 1                 # the right axes: only in the first move's full drawing
-    del right.draw
-    viz._BLITS.pop(fig)
-    assert (_pixels(part) == _pixels(viz.png(fig))).all()
+    fig_draw = fig.draw
+    fig.draw = lambda renderer: (drawn.append(renderer), fig_draw(renderer))[1]
+    part = _moved(fig, [{"a": a} for a in (1.5, 2.0, 0.5)])
+    assert drawn == []                         # no full drawing: the three moves were drawn in part
+    del fig.draw
+    assert differing_pixels(part, drawn_in_full(fig)) == 0
+
+
+@pytest.mark.parametrize("change", ["xlabel", "ylabel", "facecolor", "grid"])
+def test_a_change_the_update_does_not_return_is_drawn_in_full(change):
+    """Review finding 2: an axis label, the axes' colour or its grid changed by the update, which
+    returns only its line. Before: 165 to 95,620 px kept their first drawing."""
+    viz.reading_mode()
+    fig, ax = plt.subplots()
+    (line,) = ax.plot([0, 1], [0, 1])
+    ax.set_ylim(0, 2)
+
+    def update(d=8):
+        line.set_ydata([0, d / 8])
+        {"xlabel": lambda: ax.xaxis.label.set_text(f"d = {d}"),
+         "ylabel": lambda: ax.set_ylabel(f"loss at d = {d}"),
+         "facecolor": lambda: ax.set_facecolor((1.0, 1.0, 1 - d / 64)),
+         "grid": lambda: ax.grid(d % 2 == 0)}[change]()
+        return [line]
+    viz.live(fig, update)
+    viz.png(fig)
+    part = _moved(fig, [{"d": d} for d in (9, 10, 13)])
+    assert differing_pixels(part, drawn_in_full(fig)) == 0
+
+
+def test_a_line_removed_and_plotted_again_leaves_no_ghost():
+    """Review finding 3: before, every removed line was still drawn (4,903 px differed)."""
+    viz.reading_mode()
+    fig, ax = plt.subplots()
+    ax.set(xlim=(0, 1), ylim=(0, 3))
+    state = {}
+
+    def update(k=1.0):
+        if "line" in state:
+            state["line"].remove()
+        (state["line"],) = ax.plot([0, 1], [0, k], lw=4)
+        return [state["line"]]
+    viz.live(fig, update)
+    viz.png(fig)
+    part = _moved(fig, [{"k": k} for k in (1.5, 2.0, 2.5)])
+    assert len(ax.lines) == 1
+    assert differing_pixels(part, drawn_in_full(fig)) == 0
+
+
+def test_a_band_replaced_in_the_update_is_drawn_and_the_old_one_is_gone():
+    """Review finding 3: removing and re-adding a fill_between band (seed_band's band) raised
+    AttributeError: 'NoneType' object has no attribute 'dpi' on the second move."""
+    viz.reading_mode()
+    fig, ax = plt.subplots()
+    ax.set(xlim=(0, 1), ylim=(0, 3))
+    ax.set_axisbelow(True)               # the grid under the band, which is drawn over the rest
+    state = {}
+
+    def update(k=1.0):
+        if "band" in state:
+            state["band"].remove()
+        state["band"] = ax.fill_between([0, 1], [0, 0], [k, k], alpha=0.3)
+        return [state["band"]]
+    viz.live(fig, update)
+    viz.png(fig)
+    part = _moved(fig, [{"k": k} for k in (1.5, 2.0, 0.5)])
+    assert len(ax.collections) == 1
+    assert differing_pixels(part, drawn_in_full(fig)) == 0
+
+
+def test_update_refuses_an_artist_that_is_not_drawn_by_an_axes_or_the_figure():
+    viz.reading_mode()
+    fig, ax, x, line, legend = _line_and_legend()
+    with pytest.raises(ValueError, match="return what draws it"):
+        viz.live(fig, lambda: [legend.get_texts()[0]])
+    with pytest.raises(TypeError, match=r"must return the artists it moves \(a list\), got 3"):
+        viz.live(fig, lambda: 3)
+
+
+def _with_a_bad_label():
+    fig, ax = plt.subplots()
+    (line,) = ax.plot([0, 1], [0, 1], lw=6, color="red")
+
+    def update(k=1.0, label="x"):
+        line.set_ydata([0, k])
+        ax.set_ylim(0, 2 * k)
+        ax.set_xlabel(label)
+        return [line]
+    return viz.live(fig, update), line
+
+
+def test_a_draw_error_leaves_the_figure_drawable():
+    """Review finding 4: a label that fails to draw (mathtext) hid the moving line for good."""
+    viz.reading_mode()
+    fig, line = _with_a_bad_label()
+    viz.png(fig)
+    viz.update(fig, k=1.5, label=r"$\notacommand$")
+    with pytest.raises(ValueError, match="notacommand"):
+        viz.png(fig)
+    assert line.get_visible()
+    part = _moved(fig, [{"k": 1.2, "label": "fixed"}, {"k": 1.1, "label": "fixed"}])
+    assert differing_pixels(part, drawn_in_full(fig)) == 0
+    assert ((part[..., 0] == 255) & (part[..., 1] == 0) & (part[..., 2] == 0)).sum() > 100   # red line
+
+
+def test_a_draw_error_shows_its_traceback_in_the_widget_and_the_next_move_draws():
+    """Review finding 4: the traceback of a drawing went to the kernel's log, not the widget."""
+    viz.reading_mode()
+    box = viz.interactive(lambda k=1.0, label="x": _with_a_bad_label()[0],
+                          k=(0.5, 2.0, 0.1), label=["x", r"$\notacommand$", "fixed"])
+    k, label, out = box.children
+    label.value = r"$\notacommand$"
+    errors = [o for o in out.outputs if o["output_type"] == "error"]
+    assert [e["ename"] for e in errors] == ["ValueError"]
+    assert "notacommand" in "".join(errors[0]["traceback"])
+    assert [o["output_type"] for o in out.outputs] == ["display_data", "error"]   # under the last plot
+    label.value = "fixed"
+    assert [o["output_type"] for o in out.outputs] == ["display_data"]
+    assert differing_pixels(np.asarray(box.figure.canvas.buffer_rgba()).copy(),
+                            drawn_in_full(box.figure)) == 0
+    box.close()
+
+
+def test_overlapping_axes_are_drawn_in_order():
+    """Review finding 9: a twinx axes' line over the first axes' legend; before, the fast path drew
+    the legend on top (790 px differed)."""
+    viz.reading_mode()
+    fig, ax1 = plt.subplots()
+    ax2 = ax1.twinx()
+    x = np.linspace(0, 1, 50)
+    (loss,) = ax1.plot(x, 1 - x, label="loss")
+    legend = ax1.legend(loc="center", fontsize=14)
+    (lr,) = ax2.plot(x, 0.5 + 0 * x, color="black", lw=8)
+    ax1.set_ylim(0, 1)
+    ax2.set(ylim=(0, 1))
+    ax2.grid(False)                      # drawn over ax1's moving line and legend otherwise
+
+    def update(k=1.0):
+        loss.set_ydata(1 - k * x)
+        legend.get_texts()[0].set_text(f"loss, k = {k:g}")
+        lr.set_ydata(0.5 + 0 * x)
+        return [lr, legend, loss]                       # any order: drawn in the figure's order
+    viz.live(fig, update)
+    viz.png(fig)
+    part = _moved(fig, [{"k": k} for k in (0.9, 0.8, 0.7)])
+    assert differing_pixels(part, drawn_in_full(fig)) == 0
+
+
+def _edges_are_blank(data: bytes) -> bool:
+    image = _pixels(data)[..., :3]
+    return all((edge == 255).all() for edge in (image[0], image[-1], image[:, 0], image[:, -1]))
+
+
+def test_a_title_that_grows_after_the_first_drawing_is_not_cut():
+    """Review finding 10: the crop was measured at the first drawing; a title that gained lines
+    was cut at the top."""
+    viz.reading_mode()
+    fig, ax = plt.subplots()
+    (line,) = ax.plot([0, 1], [0, 1])
+
+    def update(lines=1):
+        line.set_ydata([0, lines / 3])
+        ax.set_title("\n".join(["a title line"] * lines))
+        return [line, ax.title]                         # the title moves: drawn in part
+    viz.live(fig, update)
+    first = viz.png(fig)
+    viz.update(fig, lines=3)
+    grown = viz.png(fig)
+    assert _pixels(grown).shape[0] > _pixels(first).shape[0] + 20
+    assert _edges_are_blank(first) and _edges_are_blank(grown)
+
+
+def test_tick_labels_that_grow_past_the_figure_are_not_cut():
+    """Review finding 10: ylim (0, 1) to (0, 123456789), plain numbers: the tick labels stuck out
+    of the figure on the left, beyond the crop measured at the first drawing."""
+    viz.reading_mode()
+    fig, ax = plt.subplots()
+    ax.ticklabel_format(style="plain", useOffset=False)
+    (line,) = ax.plot([0, 1], [0, 1])
+
+    def update(top=1.0):
+        line.set_ydata([0, top])
+        ax.set_ylim(0, top)
+        return [line]
+    viz.live(fig, update)
+    first = viz.png(fig)
+    viz.update(fig, top=123456789.0)
+    assert _edges_are_blank(first) and _edges_are_blank(viz.png(fig))
+
+
+def test_closed_live_figures_are_freed():
+    """Review finding 5: 40 closed live figures stayed alive (+188 MB): the module's weak
+    dictionaries held them through their values. Their state now lives on the figure."""
+    viz.lecture_mode()
+    alive = []
+    for _ in range(40):
+        fig, ax, x, line, legend = _line_and_legend()
+        viz.live(fig, lambda a=1.0, line=line, legend=legend: [line, legend])
+        _moved(fig, [{"a": a} for a in (1.5, 2.0, 0.5)])
+        plt.close(fig)
+        alive.append(weakref.ref(fig))
+        del fig, ax, line, legend
+    gc.collect()
+    assert sum(ref() is not None for ref in alive) == 0
+
+
+def test_a_closed_widget_frees_its_figure_and_a_closed_figure_still_moves():
+    """interactive closes its figure (the widget shows it, not the inline backend): moves still
+    draw it; closing the widget closes its controls, whose callbacks held the figure."""
+    viz.reading_mode()
+
+    def callback(a=1.0):
+        fig, ax, x, line, legend = _line_and_legend()
+
+        def update(a=a):
+            line.set_ydata(a * np.tanh(x))
+            return [line, legend]
+        return viz.live(fig, update)
+    box = viz.interactive(callback, a=(0.5, 2.0, 0.5))
+    assert plt.get_fignums() == []
+    box.children[0].value = 2.0
+    part = np.asarray(box.figure.canvas.buffer_rgba()).copy()
+    assert differing_pixels(part, drawn_in_full(box.figure)) == 0
+    figure = weakref.ref(box.figure)
+    box.close()
+    del box
+    gc.collect()
+    assert figure() is None
 
 
 def test_interactive_refuses_a_figure_that_is_not_live():
@@ -155,7 +367,27 @@ def test_interactive_controls_start_at_the_callbacks_defaults():
     default, as ipywidgets.interact does; not at no selection."""
     def callback(norm="all", eps=0.3):
         fig, ax = plt.subplots()
-        return viz.live(fig, lambda norm=norm, eps=eps: ax.set_title(f"{norm} {eps}"))
+        return viz.live(fig, lambda norm=norm, eps=eps: [ax.set_title(f"{norm} {eps}")])
     box = viz.interactive(callback, norm=["layernorm", "all", "rmsnorm"], eps=(0.0, 1.0, 0.1))
     assert [(c.description, c.value) for c in box.children[:2]] == [("norm", "all"), ("eps", 0.3)]
     plt.close("all")
+
+
+def test_a_figure_under_a_layout_engine_keeps_its_axes_in_the_layout():
+    """Review finding 16: growing a figure to fit its labels moved the axes with set_position,
+    which takes them out of a constrained layout; the engine keeps the labels inside instead."""
+    viz.reading_mode()
+    fig, ax = plt.subplots(layout="constrained")
+    (line,) = ax.plot([0, 1], [0, 1])
+
+    def update(top=1.0):
+        line.set_ydata([0, top])
+        ax.set_ylim(0, top)
+        ax.set_ylabel("a long label\non three\nlines" if top > 1 else "y")
+        return [line]
+    viz.live(fig, update)
+    viz.png(fig)
+    viz.update(fig, top=123456789.0)
+    moved = viz.png(fig)
+    assert ax.get_in_layout() and tuple(fig.get_size_inches()) == tuple(plt.rcParams["figure.figsize"])
+    assert _edges_are_blank(moved)

@@ -184,6 +184,7 @@ def test_each_move_drawn_in_part_equals_the_figure_drawn_in_full(path):
             part = np.asarray(fig.canvas.buffer_rgba()).copy()
             differ = differing_pixels(part, drawn_in_full(fig))
             assert differ == 0, (f"{path.name}:{name}: after {control.description} = "
-                                 f"{control.value!r}, {differ} px differ from a full drawing")
+                                 f"{control.value!r}, {differ} px differ from a full drawing: "
+                                 "does its update return every artist drawn over what it moves?")
         box.close()
         plt.close("all")
