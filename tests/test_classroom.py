@@ -64,6 +64,9 @@ def hand_in(root: Path, student: str, key: str, answer: str | None, *, zh: bool 
     nbformat.write(nb, folder / f"{STEMS[key]}.ipynb")
 
 
+# Exercises whose checkers run fast on a wrong answer: two students make the same mistake there.
+CHEAP = {"layer_norm", "rms_norm", "batch_norm", "deep_norm", "warmup_cosine", "gelu_tanh",
+         "swiglu_ffn"}
 XSS = "<script>alert('x')</script>"
 HOSTILE = {   # student: (exercise, answer cell, expected code)
     "sys-exit": ("gelu_tanh", "import sys\nsys.exit(3)", "submission.crashed"),
@@ -94,7 +97,7 @@ def graded(tmp_path_factory):
     for key in EXERCISES:
         hand_in(root, f"ok-{key}", key, solution(key))
         expected[f"ok-{key}", key] = True
-        for who in ("a", "b"):                 # the same mistake, made by two students
+        for who in ("a", "b") if key in CHEAP else ("a",):     # the same mistake, two students
             hand_in(root, f"wrong-{key}-{who}", key, wrong(key))
             expected[f"wrong-{key}-{who}", key] = "wrong"
     hand_in(root, "ok-zh", "layer_norm", solution("layer_norm"), zh=True)

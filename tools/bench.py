@@ -11,7 +11,13 @@ absolute figure comes with a ratio to a reference measured in the same run, so t
   one notebook at a time) against one training step of a fixed small model (a 12-layer
   TinyTransformerLM, forward and backward, one thread), the kind of work the lessons do.
 
-    python tools/bench.py [notebook ...]        (default: every lesson and practice notebook)
+- the classroom grader (normlib.classroom) on a class of 40 students who each hand in all twelve
+  practice notebooks, every core busy: what a lecturer waits for (issue 19 asks for about two
+  minutes or less on two cores).
+
+    python tools/bench.py [notebook ...]        (default: every lesson and practice notebook, then
+                                                 the grader)
+    python tools/bench.py --grade-class [N]     (the grader alone, on N students; default 40)
 """
 
 from __future__ import annotations
@@ -172,7 +178,39 @@ def notebook_row(path: pathlib.Path) -> tuple[float, float]:
     return cell, wall
 
 
+def grade_class_row(students: int = 40) -> tuple[float, int, int]:
+    """(seconds, answers, passed): the grader on ``students`` students with all twelve practice
+    notebooks each (the solution, or in every third notebook one of tests/test_exercises_unseen's
+    wrong implementations), built as tests/test_classroom.py builds its class."""
+    from test_classroom import hand_in, solution, wrong
+
+    from normlib.classroom import grade_class
+    from normlib.exercises import EXERCISES
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = pathlib.Path(tmp) / "submissions"
+        answers = {key: (solution(key), wrong(key)) for key in EXERCISES}
+        for s in range(students):
+            for i, key in enumerate(EXERCISES):
+                hand_in(root, f"student-{s:02d}", key, answers[key][(s + i) % 3 == 0])
+        start = time.perf_counter()
+        rows = grade_class(root, pathlib.Path(tmp) / "out", progress=False)
+        seconds = time.perf_counter() - start
+    return seconds, len(rows), sum(r["passed"] for r in rows)
+
+
+def print_grade_class(students: int) -> None:
+    seconds, answers, passed = grade_class_row(students)
+    print(f"\nclassroom grader: {students} students, {answers} answers ({passed} passed) in "
+          f"{seconds:.1f} s on {os.cpu_count()} cores "
+          f"({seconds / answers * 1e3:.0f} ms per answer)")
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["--grade-class"]:
+        print(f"machine: {machine()}")
+        print_grade_class(int(argv[1]) if len(argv) > 1 else 40)
+        return
     paths = [pathlib.Path(a).resolve() for a in argv] or NOTEBOOKS
     print(f"machine: {machine()}")
     ref_fig, ref_step = reference_figure(), reference_step()
@@ -196,6 +234,8 @@ def main(argv: list[str]) -> None:
         print(f"{str(path.relative_to(ROOT / 'notebooks')):44s}  {cell:11.1f}  {wall:6.1f}  "
               f"{cell / ref_step:28.0f}")
     print(f"{'total':44s}  {total:11.1f}")
+    if not argv:
+        print_grade_class(40)
 
 
 if __name__ == "__main__":
