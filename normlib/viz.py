@@ -186,10 +186,11 @@ class _Live:
         self.box = None                 # the content's box (inches) at the last full drawing
 
 
-def _state(fig) -> _Live:
+def _state(fig, caller: str) -> _Live:
     state = getattr(fig, "_normlib_live", None)
     if state is None:
-        raise ValueError("update: fig is not a live figure; build it with normlib.viz.live(fig, update)")
+        raise ValueError(f"{caller}: fig is not a live figure; build it with "
+                         "normlib.viz.live(fig, update)")
     return state
 
 
@@ -235,7 +236,7 @@ def _mark_stale(parent, artist, stale: bool) -> None:
 def update(fig, **values) -> None:
     """Call the update of the live figure ``fig`` (see ``live``) with the controls' ``values``, and
     mark the artists it returns as the moving ones."""
-    state = _state(fig)
+    state = _state(fig, "update")
     _declare(fig, state, state.update(**values))
 
 
@@ -355,7 +356,7 @@ def png(fig) -> bytes:
     from PIL import Image
     if not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
-    state = _state(fig)
+    state = _state(fig, "png")
     _draw(fig, state)
     size = tuple(fig.get_size_inches())
     tight = _content_box(fig, state)

@@ -202,6 +202,8 @@ def test_update_refuses_an_artist_that_is_not_drawn_by_an_axes_or_the_figure():
         viz.live(fig, lambda: [legend.get_texts()[0]])
     with pytest.raises(TypeError, match=r"must return the artists it moves \(a list\), got 3"):
         viz.live(fig, lambda: 3)
+    with pytest.raises(ValueError, match="png: fig is not a live figure"):
+        viz.png(plt.figure())
 
 
 def _with_a_bad_label():
