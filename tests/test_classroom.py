@@ -201,6 +201,9 @@ def test_misuse_is_one_line_and_a_nonzero_exit(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["grade", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]) == 2
     assert "no student folders" in capsys.readouterr().err
+    (tmp_path / "a-file").write_text("")
+    assert main(["grade", str(tmp_path), "--out", str(tmp_path / "a-file")]) == 2
+    assert "must be a folder" in capsys.readouterr().err
 
 
 def test_the_nbgitpuller_link():

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from normlib.exercises import EXERCISES
 
-__all__ = ["Limits", "find_submissions", "grade_class", "ROOT"]
+__all__ = ["Limits", "find_submissions", "run_items", "grade_class", "ROOT"]
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = {Path(e.notebook).stem: e for e in EXERCISES.values()}     # "01_layer_norm": Exercise
@@ -290,6 +290,8 @@ def grade_class(submissions: Path, out: Path, *, limits: Limits = Limits(),
     if not submissions.is_dir():
         raise FileNotFoundError(f"grade: SUBMISSIONS must be a folder of student folders, "
                                 f"got {submissions}")
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"grade: --out must be a folder, got the file {out}")
     students, stems, items = find_submissions(submissions)
     if not students:
         raise ValueError(f"grade: {submissions} holds no student folders")
