@@ -12,20 +12,23 @@ import torch
 
 import normlib as nl
 
-from ._compare import BROADCAST_ERROR, bind, label, randn, tolerance
+from ._cases import Case, run_backward, run_cases
+from ._compare import BROADCAST_ERROR
 from ._probes import norm_probes, output
 from ._session import Session
+from ._shared import norm_mistakes
 from .result import CheckResult
 
 __all__ = ["check_layer_norm", "LAYER_NORM_MISTAKES", "LAYER_NORM_MUTANTS"]
 
+_NORM_MISTAKES = norm_mistakes(
+    "LayerNorm", stat="std", stats="mean and variance", reduce="x.mean(-1, keepdim=True)",
+    wrong="(x - mu) / (sigma + eps)", right="sqrt(var + eps)", zero_row="a constant row",
+    overflow="the variance of values more than 256 from their mean")
+
 
 LAYER_NORM_MISTAKES = {
-    "batch_axis": ("normalized over the batch (dim 0)", "you normalize over the batch dimension "
-                   "(dim 0): that is BatchNorm's axis. LayerNorm takes one mean and variance per "
-                   "sample (per token), over the last dim: x.mean(-1, keepdim=True)."),
-    "all_dims": ("one mean for the whole tensor", "you take one mean and variance over all dims; "
-                 "LayerNorm takes them over the last dim only, separately for every row."),
+    **_NORM_MISTAKES,
     "wrong_axis": ("normalized over the wrong dim", "you normalize over a dim other than the last "
                    "(dim -2?); LayerNorm reduces over dim -1, the features of each token."),
     "unbiased_and_eps_outside": ("x.std(-1) + eps", "you divide by x.std(-1) + eps: torch.std is "
@@ -35,22 +38,9 @@ LAYER_NORM_MISTAKES = {
     "unbiased_variance": ("unbiased variance (n - 1)", "you divide by the unbiased standard "
                           "deviation (n - 1); LayerNorm uses the biased variance (divide by n): "
                           "x.var(-1, unbiased=False, keepdim=True)."),
-    "eps_outside_sqrt": ("eps outside the sqrt", "eps sits outside the square root: "
-                         "(x - mu) / (sigma + eps). nn.LayerNorm adds eps to the variance: "
-                         "(x - mu) / sqrt(var + eps); the two differ a lot on low-variance rows."),
-    "no_eps": ("no eps", "you leave out eps, so a constant row divides 0 by 0 (NaN)."),
-    "eps_ignored": ("eps argument ignored", "your function ignores its eps argument (a fixed "
-                    "value?): use the eps passed in."),
-    "missing_keepdim": ("missing keepdim=True", "the mean (or variance) lost its last dim: without "
-                        "keepdim=True, x - x.mean(-1) broadcasts the (..., T) means along the wrong "
-                        "axis (or fails). Use x.mean(-1, keepdim=True)."),
     "one_pass_variance": ("var = E[x²] - E[x]²", "you compute the variance as E[x^2] - E[x]^2, "
                           "which cancels catastrophically when the mean is large compared with the "
                           "spread; subtract the mean first: ((x - mu) ** 2).mean(-1)."),
-    "no_upcast": ("no float32 upcast", "you compute in float16: the variance of values that "
-                  "differ from their mean by more than 256 exceeds float16's maximum (65504) and "
-                  "becomes inf, so the output collapses to the bias. Compute in float32 "
-                  "(x.float()), then cast back with .to(x.dtype)."),
     "divides_by_variance": ("divided by the variance", "you divide by the variance, not by its "
                             "square root (the standard deviation)."),
     "weight_bias_swapped": ("weight and bias swapped", "weight (gamma) must scale and bias (beta) "
@@ -58,19 +48,12 @@ LAYER_NORM_MISTAKES = {
     "no_affine": ("weight and bias unused", "you return the normalized x without applying weight "
                   "and bias: y = x_hat * weight + bias."),
     "not_centred": ("mean not subtracted", "LayerNorm subtracts each row's mean."),
-    "not_scaled": ("not divided by the std", "LayerNorm divides by sqrt(var + eps)."),
     "not_std": ("divided by something other than the std", "LayerNorm divides by sqrt(var + eps)."),
     "bias_unused": ("bias unused", "add the bias last: y = x_hat * weight + bias."),
     "weight_unused": ("weight unused", "multiply by the weight: y = x_hat * weight + bias."),
     "affine_order": ("bias added before the weight", "y = x_hat * weight + bias, not "
                      "(x_hat + bias) * weight."),
     "affine": ("weight and bias misapplied", "y = x_hat * weight + bias."),
-    "axis": ("statistics over more than the last dim", "LayerNorm's statistics are per row."),
-    "detached_statistics": ("statistics detached", "the mean or variance is detached from "
-                            "autograd (.detach(), .item() or .data): the backward pass must flow "
-                            "through them too."),
-    "eps_wrong": ("not the eps passed", "add the eps argument itself inside the square root: "
-                  "sqrt(var + eps)."),
 }
 
 
@@ -131,6 +114,30 @@ _LN_FORBIDDEN = {"layer_norm": "F.layer_norm (or nn.LayerNorm)",
                  "group_norm": "F.group_norm"}
 
 
+def _reference(x, w, b, eps):
+    return nl.layer_norm(x, x.shape[-1], w, b, eps)
+
+
+# x ~ 0.5 + 2 N(0, 1) unless a case says otherwise; eps 1e-5 unless a case says otherwise
+CASES = [
+    Case((2, 5, 8), 10, pass_eps=False),
+    Case((3, 7), 20, torch.float64, "odd size"),
+    Case((4, 4), 30, note="square"),
+    Case((2, 3, 6), 40, torch.float64, "a batch of 2"),
+    Case((3, 6), 50, torch.float64, "constant rows", rows={0: 3.0, 2: -1.0}),
+    Case((3, 16), 60, torch.float64, "rows with std 1e-3", scale=1e-3, offset=0.2),
+    Case((3, 8), 70, torch.float64, "eps=0.1", eps=0.1, scale=0.3),
+    Case((2, 64), 80, note="mean 3000, std 1", scale=1.0, offset=3000.0, tol_factor=100),
+    Case((2, 16), 90, note="large magnitudes", scale=1e4, offset=0.0),
+    # half precision: a correct LayerNorm computed in the input's dtype errs by <= 0.7% of the
+    # output's scale (bfloat16, measured), x.std(-1) + eps by >= 3.7%: the tolerances sit between
+    Case((2, 5, 8), 100, torch.float16, tol_factor=4),
+    Case((2, 5, 8), 110, torch.bfloat16),
+    Case((2, 8), 115, torch.float16, "|x - mean| above 256", scale=400.0, offset=100.0,
+         tol_factor=4),
+]
+
+
 def check_layer_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(x, weight, bias, eps=1e-5)``, LayerNorm over the last dim, against nl.layer_norm."""
     s = Session("LayerNorm", LAYER_NORM_MISTAKES, exercise="layer_norm",
@@ -140,52 +147,11 @@ def check_layer_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
     if not s.require_callable(fn):
         return s.result()
 
-    def forward(x, w, b, eps, tol_factor=1.0, pass_eps=True):
-        def check():
-            got = s.call(fn, x, w, b, eps=eps) if pass_eps else s.call(fn, x, w, b)
-            want = nl.layer_norm(x, x.shape[-1], w, b, eps)
-            scale = float(want.abs().max())
-            s.expect_close(got, want, tol=tolerance(x.dtype, scale, tol_factor),
-                           mutants=bind(LAYER_NORM_MUTANTS, x, w, b, eps))
-        return check
-
-    def inputs(*shape, seed, dtype=torch.float32, scale=2.0, offset=0.5):
-        C = shape[-1]
-        return (randn(*shape, seed=seed, dtype=dtype, scale=scale, offset=offset),
-                randn(C, seed=seed + 1, dtype=dtype, scale=0.3, offset=1.0),
-                randn(C, seed=seed + 2, dtype=dtype))
-
-    x, w, b = inputs(2, 5, 8, seed=10)
-    s.run(label(x.dtype, x.shape) + ", default eps", forward(x, w, b, 1e-5, pass_eps=False))
-    x, w, b = inputs(3, 7, seed=20, dtype=torch.float64)
-    s.run(label(x.dtype, x.shape, "odd size"), forward(x, w, b, 1e-5))
-    x, w, b = inputs(4, 4, seed=30)
-    s.run(label(x.dtype, x.shape, "square"), forward(x, w, b, 1e-5))
-    x, w, b = inputs(2, 3, 6, seed=40, dtype=torch.float64)
-    s.run(label(x.dtype, x.shape, "a batch of 2"), forward(x, w, b, 1e-5))
-    x, w, b = inputs(3, 6, seed=50, dtype=torch.float64)
-    x[0], x[2] = 3.0, -1.0
-    s.run(label(x.dtype, x.shape, "constant rows"), forward(x, w, b, 1e-5))
-    x, w, b = inputs(3, 16, seed=60, dtype=torch.float64, scale=1e-3, offset=0.2)
-    s.run(label(x.dtype, x.shape, "rows with std 1e-3"), forward(x, w, b, 1e-5))
-    x, w, b = inputs(3, 8, seed=70, dtype=torch.float64, scale=0.3)
-    s.run(label(x.dtype, x.shape, "eps=0.1"), forward(x, w, b, 0.1))
-    x, w, b = inputs(2, 64, seed=80, scale=1.0, offset=3000.0)
-    s.run(label(x.dtype, x.shape, "mean 3000, std 1"), forward(x, w, b, 1e-5, tol_factor=100))
-    x, w, b = inputs(2, 16, seed=90, scale=1e4, offset=0.0)
-    s.run(label(x.dtype, x.shape, "large magnitudes"), forward(x, w, b, 1e-5))
-    # half precision: a correct LayerNorm computed in the input's dtype errs by <= 0.7% of the
-    # output's scale (bfloat16, measured), x.std(-1) + eps by >= 3.7%: the tolerances sit between
-    for seed, dtype, factor in ((100, torch.float16, 4), (110, torch.bfloat16, 1)):
-        x, w, b = inputs(2, 5, 8, seed=seed, dtype=dtype)
-        s.run(label(dtype, x.shape), forward(x, w, b, 1e-5, tol_factor=factor))
-    x, w, b = inputs(2, 8, seed=115, dtype=torch.float16, scale=400.0, offset=100.0)
-    s.run(label(x.dtype, x.shape, "|x - mean| above 256"), forward(x, w, b, 1e-5, tol_factor=4))
-    x, w, b = inputs(3, 6, seed=120, dtype=torch.float64)
-    s.run(label(x.dtype, x.shape, "backward (x, weight, bias)"), lambda: s.expect_grads(
-        lambda x, w, b: fn(x, w, b, eps=1e-5), lambda x, w, b: nl.layer_norm(x, 6, w, b, 1e-5),
-        {"x": x, "weight": w, "bias": b},
-        mutants=[(k, (lambda *a, f=f: f(*a, 1e-5))) for k, f in LAYER_NORM_MUTANTS]))
+    run_cases(s, fn, CASES, reference=_reference, mutants=LAYER_NORM_MUTANTS, n_params=2,
+              eps=1e-5, scale=2.0, offset=0.5)
+    run_backward(s, fn, Case((3, 6), 120, torch.float64, "backward (x, weight, bias)"),
+                 ("x", "weight", "bias"), reference=_reference, mutants=LAYER_NORM_MUTANTS,
+                 eps=1e-5, scale=2.0, offset=0.5)
     s.probe(*norm_probes(s, lambda x, w, b, eps: output(s, fn, x, w, b, eps=eps, like=x),
                          centred=True))
     return s.result()

@@ -29,18 +29,18 @@ import normlib as nl
 from ._compare import randn
 from ._probes import near, output
 from ._session import Fail, Session
+from ._shared import PROJECTION_MISTAKES
 from .result import CheckResult
 
 __all__ = ["check_llama_block", "LLAMA_MISTAKES"]
 
 LLAMA_MISTAKES = {
+    **PROJECTION_MISTAKES,
     "missing_parameter": ("a parameter is missing or misnamed", "the block needs attn_norm.weight "
                           "and ffn_norm.weight (C,), attn.q_proj / k_proj / v_proj / o_proj and "
                           "ffn.w1 / w2 / w3, bias-free."),
     "wrong_shape": ("a weight of the wrong shape", "q_proj and o_proj are (C, C), k_proj and v_proj "
                     "(n_kv_heads * head_dim, C), w1 and w3 (hidden_dim, C), w2 (C, hidden_dim)."),
-    "has_bias": ("linear layers with bias", "LLaMA's linear layers are bias-free: "
-                 "nn.Linear(..., bias=False)."),
     "post_norm": ("norm after the residual add (Post-LN)", "LLaMA normalizes the input of each "
                   "sublayer and adds its output to the un-normalized stream: h = x + attn(norm(x)), "
                   "not norm(x + attn(x))."),
@@ -58,8 +58,6 @@ LLAMA_MISTAKES = {
                            "attn_norm.weight before the attention, ffn_norm.weight before the FFN."),
     "norm_axis": ("norm over the wrong dims", "RMSNorm normalizes each token on its own, over "
                   "the last dim: x.pow(2).mean(-1, keepdim=True)."),
-    "sees_future": ("attention not causal", "a decoder block's attention is causal: mask keys "
-                    "j > t with -inf before the softmax."),
     "no_rope": ("RoPE missing", "rotate q and k by their positions before the scores; without it "
                 "causal attention cannot tell the order of earlier tokens."),
     "rope_layout": ("RoPE in the interleaved layout", "this exercise uses HF's \"half\" layout: "
@@ -73,14 +71,8 @@ LLAMA_MISTAKES = {
                         "x * sigmoid(x): w2(silu(w1(z)) * w3(z)); GELU gives GEGLU, sigmoid GLU."),
     "attention_scale": ("wrong attention scale", "the scores are q . k / sqrt(head_dim), "
                         "head_dim = d_model // n_heads (Vaswani et al. 2017, 3.2.1)."),
-    "no_o_proj": ("o_proj not applied", "the merged heads go through the output projection "
-                  "o_proj before the residual add."),
     "no_down_projection": ("w2 not applied", "the FFN ends with the down projection w2 "
                            "(hidden_dim -> d_model): w2(silu(w1(z)) * w3(z))."),
-    "kv_repeat": ("key/value heads repeated in the wrong order", "query head h reads key/value "
-                  "head h // (n_heads // n_kv_heads): repeat each kv head in place "
-                  "(repeat_interleave on dim 1, HF's repeat_kv), not the whole block "
-                  "(k.repeat(1, g, 1, 1) gives head h % n_kv_heads)."),
     "gate_up_swapped": ("gate and up swapped", "SiLU goes on w1 (the gate): "
                         "w2(silu(w1(z)) * w3(z))."),
 }

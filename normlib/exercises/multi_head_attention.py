@@ -26,16 +26,16 @@ import normlib as nl
 from ._compare import close, randn, tolerance
 from ._probes import fmt, near, output
 from ._session import Fail, Session
+from ._shared import PROJECTION_MISTAKES
 from .result import CheckResult
 
 __all__ = ["check_multi_head_attention", "MHA_MISTAKES"]
 
 MHA_MISTAKES = {
+    **PROJECTION_MISTAKES,
     "missing_projection": ("q_proj, k_proj, v_proj or o_proj missing", "the module needs four "
                            "bias-free nn.Linear layers: q_proj and o_proj (C -> C), k_proj and "
                            "v_proj (C -> n_kv_heads * head_dim)."),
-    "has_bias": ("projections with bias", "LLaMA's attention projections are bias-free: "
-                 "nn.Linear(..., bias=False)."),
     "wrong_kv_shape": ("k_proj / v_proj of the wrong size", "with GQA, k_proj and v_proj map C to "
                        "n_kv_heads * head_dim (head_dim = d_model // n_heads), not to d_model."),
     "no_scaling": ("missing 1/sqrt(head_dim)", "the scores are not scaled: divide q k^T by "
@@ -45,9 +45,6 @@ MHA_MISTAKES = {
     "scaled_by_d": ("scaled by 1/head_dim", "the scores are divided by head_dim; the scale is "
                     "1 / sqrt(head_dim)."),
     "scale": ("wrong scale", "the scores are q . k / sqrt(head_dim)."),
-    "sees_future": ("the mask lets a token see the future", "changing a later token changes the "
-                    "output of an earlier one: the causal mask must hide keys j > t "
-                    "(torch.ones(T, T).tril() keeps j <= t), with -inf before the softmax."),
     "softmax_wrong_dim": ("softmax over the wrong dim", "the softmax must run over the keys, the "
                           "last dim of the (B, H, T, S) scores: each query's weights sum to 1."),
     "mask_diagonal": ("mask hides the token itself", "the causal mask hides the diagonal, so a "
@@ -63,12 +60,6 @@ MHA_MISTAKES = {
     "head_reshape": ("heads split or merged wrongly", "split with x.view(B, T, H, D).transpose(1, 2) "
                      "and merge with y.transpose(1, 2).reshape(B, T, C): a view to (B, H, T, D) "
                      "without the transpose mixes positions and heads."),
-    "kv_repeat": ("key/value heads repeated in the wrong order", "query head h reads key/value "
-                  "head h // (n_heads // n_kv_heads): repeat each kv head in place "
-                  "(repeat_interleave on dim 1, HF's repeat_kv), not the whole block "
-                  "(k.repeat(1, g, 1, 1) gives head h % n_kv_heads)."),
-    "no_o_proj": ("o_proj not applied", "after merging the heads, apply the output projection "
-                  "o_proj (W_O in Vaswani et al. 2017, 3.2.2)."),
     "cache_offset": ("the mask ignores the cache offset", "with a cache, the T new queries sit at "
                      "positions S .. S + T - 1 (S = cache.seq_len, read before the update): "
                      "query i keeps keys j <= S + i, e.g. torch.ones(T, S + T).tril(S). A mask "

@@ -11,49 +11,35 @@ import torch
 
 import normlib as nl
 
-from ._compare import BROADCAST_ERROR, bind, label, randn, tolerance
+from ._cases import Case, run_backward, run_cases
+from ._compare import BROADCAST_ERROR
 from ._probes import norm_probes, output
 from ._session import Session
+from ._shared import norm_mistakes
 from .result import CheckResult
 
 __all__ = ["check_rms_norm", "RMS_NORM_MISTAKES", "RMS_NORM_MUTANTS"]
 
+_NORM_MISTAKES = norm_mistakes(
+    "RMSNorm", stat="RMS", stats="mean square", reduce="x.pow(2).mean(-1, keepdim=True)",
+    wrong="x / (rms + eps)", right="sqrt(mean(x^2) + eps)", zero_row="an all-zero row",
+    overflow="x^2 for |x| > 256")
+
 RMS_NORM_MISTAKES = {
+    **_NORM_MISTAKES,
     "mean_subtracted": ("mean subtracted", "you subtract the mean: that is LayerNorm. RMSNorm only "
                         "re-scales, y = x / sqrt(mean(x^2) + eps) * weight, with no centring "
                         "(Zhang & Sennrich 2019)."),
-    "no_upcast": ("no float32 upcast", "you compute in float16: x^2 overflows (float16 stops at "
-                  "65504, so |x| > 256 gives inf) and the output collapses. Compute in float32 "
-                  "(x.float()), then cast back with .type_as(x), as LLaMA does."),
-    "eps_outside_sqrt": ("eps outside the sqrt", "eps sits outside the square root: "
-                         "x / (rms + eps). torch, LLaMA and HF add it inside: "
-                         "x * rsqrt(mean(x^2) + eps)."),
-    "no_eps": ("no eps", "you leave out eps, so an all-zero row divides 0 by 0 (NaN)."),
-    "eps_ignored": ("eps argument ignored", "your function ignores its eps argument (a fixed "
-                    "value?): use the eps passed in."),
     "l2_norm": ("divided by the L2 norm", "you divide by the L2 norm ||x||, not by the root *mean* "
                 "square: the output is too small by sqrt(d). Use x.pow(2).mean(-1, keepdim=True)."),
     "divides_by_mean_square": ("no sqrt", "you divide by mean(x^2) itself; RMSNorm divides by its "
                                "square root."),
-    "batch_axis": ("normalized over the batch (dim 0)", "you average over the batch (dim 0); "
-                   "RMSNorm averages each row over its last dim."),
-    "all_dims": ("one RMS for the whole tensor", "you take one RMS over all dims; RMSNorm takes one "
-                 "per row, over the last dim."),
-    "missing_keepdim": ("missing keepdim=True", "the mean of squares lost its last dim: without "
-                        "keepdim=True it broadcasts along the wrong axis (or fails). Use "
-                        "x.pow(2).mean(-1, keepdim=True)."),
     "gemma_one_plus": ("(1 + weight) as in Gemma", "you scale by (1 + weight), Gemma's variant; "
                        "this exercise (LLaMA, torch) scales by weight itself."),
     "no_weight": ("weight unused", "you return the normalized x without multiplying by weight."),
-    "not_scaled": ("not divided by the RMS", "RMSNorm divides by sqrt(mean(x^2) + eps)."),
     "not_rms": ("divided by something other than the RMS", "RMSNorm divides by "
                 "sqrt(mean(x^2) + eps), the mean over the d features."),
     "weight_not_scaling": ("weight not a scale", "multiply by the weight: x_hat * weight."),
-    "axis": ("RMS over more than the last dim", "RMSNorm takes one RMS per row."),
-    "detached_statistics": ("RMS detached", "the RMS is detached from autograd (.detach(), .item() "
-                            "or .data): the backward pass must flow through it too."),
-    "eps_wrong": ("not the eps passed", "add the eps argument itself inside the square root: "
-                  "sqrt(mean(x^2) + eps)."),
 }
 
 
@@ -90,6 +76,25 @@ RMS_NORM_MUTANTS = [
 _RMS_FORBIDDEN = {"rms_norm": "F.rms_norm (or nn.RMSNorm)", "_fused_rms_norm": "torch's fused RMSNorm"}
 
 
+def _reference(x, w, eps):
+    return nl.rms_norm(x, x.shape[-1], w, eps)
+
+
+# x ~ 1 + N(0, 1) unless a case says otherwise; eps 1e-6 unless a case says otherwise
+CASES = [
+    Case((2, 5, 8), 10, pass_eps=False),
+    Case((3, 7), 20, torch.float64, "odd size"),
+    Case((4, 4), 30, note="square"),
+    Case((2, 3, 6), 40, torch.float64, "a batch of 2"),
+    Case((3, 6), 50, torch.float64, "an all-zero row", rows={1: 0.0}),
+    Case((3, 16), 60, torch.float64, "rms 1e-3", scale=1e-3, offset=0.0),
+    Case((3, 8), 70, torch.float64, "eps=0.1", eps=0.1, scale=0.3),
+    Case((2, 5, 8), 80, torch.float16, tol_factor=2),
+    Case((2, 5, 8), 90, torch.float16, "|x| up to 1000", scale=150.0, offset=400.0, tol_factor=2),
+    Case((2, 5, 8), 100, torch.bfloat16, tol_factor=2),
+]
+
+
 def check_rms_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(x, weight, eps=1e-6)``, RMSNorm over the last dim, against nl.rms_norm."""
     s = Session("RMSNorm", RMS_NORM_MISTAKES, exercise="rms_norm",
@@ -99,44 +104,11 @@ def check_rms_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
     if not s.require_callable(fn):
         return s.result()
 
-    def forward(x, w, eps, tol_factor=1.0, pass_eps=True):
-        def check():
-            got = s.call(fn, x, w, eps=eps) if pass_eps else s.call(fn, x, w)
-            want = nl.rms_norm(x, x.shape[-1], w, eps)
-            s.expect_close(got, want, tol=tolerance(x.dtype, float(want.abs().max()), tol_factor),
-                           mutants=bind(RMS_NORM_MUTANTS, x, w, eps))
-        return check
-
-    def inputs(*shape, seed, dtype=torch.float32, scale=1.0, offset=1.0):
-        return (randn(*shape, seed=seed, dtype=dtype, scale=scale, offset=offset),
-                randn(shape[-1], seed=seed + 1, dtype=dtype, scale=0.3, offset=1.0))
-
-    x, w = inputs(2, 5, 8, seed=10)
-    s.run(label(x.dtype, x.shape) + ", default eps", forward(x, w, 1e-6, pass_eps=False))
-    x, w = inputs(3, 7, seed=20, dtype=torch.float64)
-    s.run(label(x.dtype, x.shape, "odd size"), forward(x, w, 1e-6))
-    x, w = inputs(4, 4, seed=30)
-    s.run(label(x.dtype, x.shape, "square"), forward(x, w, 1e-6))
-    x, w = inputs(2, 3, 6, seed=40, dtype=torch.float64)
-    s.run(label(x.dtype, x.shape, "a batch of 2"), forward(x, w, 1e-6))
-    x, w = inputs(3, 6, seed=50, dtype=torch.float64)
-    x[1] = 0.0
-    s.run(label(x.dtype, x.shape, "an all-zero row"), forward(x, w, 1e-6))
-    x, w = inputs(3, 16, seed=60, dtype=torch.float64, scale=1e-3, offset=0.0)
-    s.run(label(x.dtype, x.shape, "rms 1e-3"), forward(x, w, 1e-6))
-    x, w = inputs(3, 8, seed=70, dtype=torch.float64, scale=0.3)
-    s.run(label(x.dtype, x.shape, "eps=0.1"), forward(x, w, 0.1))
-    x, w = inputs(2, 5, 8, seed=80, dtype=torch.float16)
-    s.run(label(x.dtype, x.shape), forward(x, w, 1e-6, tol_factor=2))
-    x, w = inputs(2, 5, 8, seed=90, dtype=torch.float16, scale=150.0, offset=400.0)
-    s.run(label(x.dtype, x.shape, "|x| up to 1000"), forward(x, w, 1e-6, tol_factor=2))
-    x, w = inputs(2, 5, 8, seed=100, dtype=torch.bfloat16)
-    s.run(label(x.dtype, x.shape), forward(x, w, 1e-6, tol_factor=2))
-    x, w = inputs(3, 6, seed=110, dtype=torch.float64)
-    s.run(label(x.dtype, x.shape, "backward (x, weight)"), lambda: s.expect_grads(
-        lambda x, w: fn(x, w, eps=1e-6), lambda x, w: nl.rms_norm(x, 6, w, 1e-6),
-        {"x": x, "weight": w},
-        mutants=[(k, (lambda *a, f=f: f(*a, 1e-6))) for k, f in RMS_NORM_MUTANTS]))
+    run_cases(s, fn, CASES, reference=_reference, mutants=RMS_NORM_MUTANTS, n_params=1,
+              eps=1e-6, scale=1.0, offset=1.0)
+    run_backward(s, fn, Case((3, 6), 110, torch.float64, "backward (x, weight)"),
+                 ("x", "weight"), reference=_reference, mutants=RMS_NORM_MUTANTS, eps=1e-6,
+                 scale=1.0, offset=1.0)
     s.probe(*norm_probes(s, lambda x, w, b, eps: output(s, fn, x, w, eps=eps, like=x),
                          centred=False))
     return s.result()
