@@ -181,8 +181,8 @@ def notebook_row(path: pathlib.Path) -> tuple[float, float]:
 def grade_class_row(students: int = 40) -> tuple[float, int, int]:
     """(seconds, answers, passed): the grader on ``students`` students with all twelve practice
     notebooks each (the solution, or in every third notebook one of tests/test_exercises_unseen's
-    wrong implementations), built as tests/test_classroom.py builds its class."""
-    from test_classroom import hand_in, solution, wrong
+    wrong implementations), built as tests/test_classroom_grader.py builds its class."""
+    from test_classroom_grader import hand_in, solution, wrong
 
     from normlib.classroom import grade_class
     from normlib.exercises import EXERCISES
