@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from test_exercises_unseen import CANNOT_TELL, CHECKERS
 
-from normlib.classroom import Limits, grade_class, nbgitpuller_link
+from normlib.classroom import Limits, grade, grade_class, nbgitpuller_link
 from normlib.classroom.__main__ import main
 from normlib.classroom.grade import find_submissions, run_items
 from normlib.exercises import EXERCISES
@@ -120,8 +120,10 @@ def graded(tmp_path_factory):
     hand_in(root, evil, "layer_norm", solution("layer_norm"))
     expected[evil, "layer_norm"] = True
     out = tmp_path_factory.mktemp("out")
-    rows = grade_class(root, out, limits=Limits(timeout=120, time_limit=2.0, memory_mb=1024),
-                       workers=2, progress=False)
+    with pytest.MonkeyPatch.context() as patch:       # the wrong answers' import, done once
+        patch.setattr(grade, "PRELOAD", [*grade.PRELOAD, "test_exercises_unseen"])
+        rows = grade_class(root, out, limits=Limits(timeout=120, time_limit=2.0, memory_mb=1024),
+                           workers=2, progress=False)
     return root, out, rows, expected
 
 

@@ -184,8 +184,12 @@ def grade_class_row(students: int = 40) -> tuple[float, int, int]:
     wrong implementations), built as tests/test_classroom_grader.py builds its class."""
     from test_classroom_grader import hand_in, solution, wrong
 
-    from normlib.classroom import grade_class
+    from normlib.classroom import grade, grade_class
     from normlib.exercises import EXERCISES
+
+    # The wrong answers import test_exercises_unseen (and with it pytest, 0.5 s): imported once in
+    # the grader's server here, as a real class's answers import nothing of the tests.
+    grade.PRELOAD.append("test_exercises_unseen")
 
     with tempfile.TemporaryDirectory() as tmp:
         root = pathlib.Path(tmp) / "submissions"

@@ -165,9 +165,14 @@ def _item(root: Path, student: str, stem: str, copies: list) -> dict:
     return max(candidates, key=lambda c: c[:3])[3]
 
 
+# Modules the server imports once before it forks the children (torch, normlib, matplotlib come
+# with the first); set before the first grading of the process.
+PRELOAD = ["normlib.classroom._child"]
+
+
 def _context():
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["normlib.classroom._child"])
+    ctx.set_forkserver_preload(PRELOAD)
     return ctx
 
 
