@@ -19,7 +19,6 @@ then anything left of the processes this test recorded is killed by PID.
 from __future__ import annotations
 
 import csv
-import importlib.util
 import os
 import pathlib
 import secrets
@@ -29,13 +28,14 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.parse
 import urllib.request
 
 import nbformat
 import psutil
 import pytest
 from e2e_support import CHROMIUM_ARGS, ROOT, block_non_loopback
+
+from normlib.classroom import nbgitpuller_link
 
 CLASSROOM = ROOT / "classroom"
 PROXY = CLASSROOM / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -55,7 +55,7 @@ WRONG_ANSWER = '''def layer_norm(x, weight, bias, eps=1e-5):
     """LayerNorm over the last dim of x (..., d); weight, bias: (d,)."""
     mean = x.mean(-1, keepdim=True)  # ana-was-here
     return (x - mean) / (x.std(-1, keepdim=True) + eps) * weight + bias'''
-EXPECTED_CODE = "layer_norm.unbiased_and_eps_outside"   # the grader helper's code for it
+EXPECTED_CODE = "layer_norm.unbiased_and_eps_outside"   # the checker's code for that mistake
 LESSON_MARKER = "Instructor's note for week two: read section 4 again before the quiz."
 
 
@@ -81,10 +81,9 @@ class Hub:
         return self.state / "homes" / user
 
     def link(self, path: str) -> str:
-        """An nbgitpuller link that opens ``path`` of the course repository in JupyterLab."""
-        query = urllib.parse.urlencode({"repo": str(self.upstream), "branch": self.branch,
-                                        "urlpath": f"lab/tree/{REPO_DIR}/{path}"})
-        return f"{self.base}/hub/user-redirect/git-pull?{query}"
+        """The nbgitpuller link of ``path`` in the course repository, as the lecturer's
+        `python -m normlib.classroom link` prints it."""
+        return nbgitpuller_link(str(self.upstream), path, self.base, branch=self.branch)
 
     def record(self) -> list[psutil.Process]:
         """The processes under the hub now (proxy, servers, kernels); their PIDs are kept."""
@@ -358,8 +357,6 @@ def test_a_class_of_two(browser, hub, record_property):
             s.context.close()
 
     # 7. The grader reads both students' practice notebooks; the gradebook names ana's mistake.
-    if importlib.util.find_spec("normlib.classroom") is None:
-        pytest.skip("the grader (python -m normlib.classroom grade) is not in this checkout yet")
     submissions, out = hub.state / "submissions", hub.state / "graded"
     submissions.mkdir()
     for user in STUDENTS:          # each student's folder of practice notebooks, as it is
