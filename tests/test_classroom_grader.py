@@ -88,6 +88,7 @@ HOSTILE = {   # student: (exercise, answer cell, expected code)
                         "gelu_tanh.raised"),
 }
 FORKS = ("import os\nif os.fork() == 0:\n    while True:\n        pass\n")
+KILLS_SERVER = "import os\nimport signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +105,8 @@ def graded(tmp_path_factory):
     expected["ok-zh", "layer_norm"] = True
     hand_in(root, "forks-then-correct", "gelu_tanh", FORKS + solution("gelu_tanh"))
     expected["forks-then-correct", "gelu_tanh"] = True
+    hand_in(root, "kills-the-server", "rope", KILLS_SERVER + solution("rope"))   # its parent
+    expected["kills-the-server", "rope"] = True
     for student, (key, answer, code) in HOSTILE.items():
         hand_in(root, student, key, answer)
         expected[student, key] = code

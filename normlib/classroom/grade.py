@@ -190,8 +190,14 @@ class _Running:
         job = {**item, **asdict(limits), "workdir": self.workdir, "notebook": item["notebook"]}
         self.process = ctx.Process(target=_child.run, args=(child_end, job))
         self.started = time.monotonic()
-        self.process.start()
-        child_end.close()
+        try:
+            self.process.start()
+        except BaseException:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.conn.close()
+            raise
+        finally:
+            child_end.close()
         self.deadline = self.started + limits.timeout
 
     def finish(self, record: dict) -> dict:
@@ -249,6 +255,18 @@ class _Running:
                                        "an endless loop outside any function, or far too slow"})
 
 
+def _start(ctx, item: dict, limits: Limits) -> _Running:
+    """A running child for ``item``. A submission can kill the server the children are forked from
+    (it is their parent); multiprocessing starts a new one when it finds it dead, which may take a
+    moment to show: try again."""
+    for attempt in range(2):
+        try:
+            return _Running(ctx, item, limits)
+        except (EOFError, OSError):
+            time.sleep(0.5 * (attempt + 1))
+    return _Running(ctx, item, limits)
+
+
 def run_items(items: list[dict], limits: Limits, *, workers: int | None = None,
               progress: bool = True) -> list[dict]:
     """Every item's row, in the items' order: finished rows as they are, jobs run in children,
@@ -267,7 +285,15 @@ def run_items(items: list[dict], limits: Limits, *, workers: int | None = None,
         while pending or running:
             while pending and len(running) < workers:
                 i = pending.popleft()
-                running[i] = _Running(ctx, items[i], limits)
+                try:
+                    running[i] = _start(ctx, items[i], limits)
+                except (EOFError, OSError) as exc:
+                    rows[i] = _row(items[i]["student"], items[i]["stem"], items[i]["edition"],
+                                   items[i]["notebook"], "submission.error",
+                                   f"the grader could not start a process for it: {exc!r}")
+                    bar.update(1)
+            if not running:
+                continue
             now = time.monotonic()
             soonest = min(r.deadline for r in running.values())
             waitables = [r.conn for r in running.values()] + \
