@@ -4,7 +4,8 @@ Every layer that PyTorch also ships matches PyTorch's numbers (see tests/). Modu
 norms (BatchNorm, LayerNorm, RMSNorm), deepnorm, blocks (Post/Pre/DeepNorm/Sandwich/Reordered
 placement), schedules (warmup), activations (activations, GLU variants, FFNs), rope, rope_scaling
 (context extension), attention (MHA, GQA, MQA; QK-norm), kv_cache (a KV cache for decoding),
-sliding_window (banded masks, a rolling cache), softcap (logit soft-capping), z_loss, dyt (Dynamic
+sliding_window (banded masks, a rolling cache), flash (tiled attention with the online softmax),
+gqa_uptrain (MHA into GQA by mean-pooling heads), softcap (logit soft-capping), z_loss, dyt (Dynamic
 Tanh), mla (multi-head latent attention), model (TinyTransformerLM), hf (Hugging Face LLaMA weights
 into it), data (a synthetic language), train (a training loop), viz (plot style), diagrams (labelled
 block diagrams, ``nl.diagrams``).
@@ -33,6 +34,8 @@ from .blocks import FFNS, NORMS, PLACEMENTS, TransformerBlock, make_ffn, make_no
 from .data import MarkovLanguage
 from .deepnorm import deepnorm_constants, deepnorm_init_
 from .dyt import DyT, dyt
+from .flash import online_softmax_attention
+from .gqa_uptrain import mha_to_gqa
 from .hf import hf_llama_to_normlib_name, llama_model_config, load_llama_weights
 from .kv_cache import KVCache, kv_cache_bytes
 from .mla import MultiHeadLatentAttention, mla_cache_elements
@@ -67,7 +70,7 @@ __all__ = [
     "glu_variant", "leaky_relu", "llama_ffn_hidden_dim", "relu", "silu", "swish",
     "MultiHeadAttention", "attention", "repeat_kv", "KVCache", "kv_cache_bytes",
     "QK_NORMS", "RollingKVCache", "sliding_window_mask", "softcap", "z_loss", "DyT", "dyt",
-    "MultiHeadLatentAttention", "mla_cache_elements",
+    "MultiHeadLatentAttention", "mla_cache_elements", "online_softmax_attention", "mha_to_gqa",
     "FFNS", "NORMS", "PLACEMENTS", "TransformerBlock", "make_ffn", "make_norm",
     "MarkovLanguage", "deepnorm_constants", "deepnorm_init_", "ModelConfig", "TinyTransformerLM",
     "hf_llama_to_normlib_name", "llama_model_config", "load_llama_weights",
