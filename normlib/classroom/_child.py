@@ -181,6 +181,8 @@ def run(conn, job: dict) -> None:
     except BaseException as exc:           # the grader's own failure in this child
         record = {"passed": False, "code": "submission.error",
                   "message": f"the grader failed on this submission: {describe_exception(exc)}"}
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    record["cpu_seconds"] = round(usage.ru_utime + usage.ru_stime, 3)
     try:
         conn.send_bytes(json.dumps(record, ensure_ascii=False).encode())
     finally:

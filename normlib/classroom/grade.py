@@ -215,7 +215,8 @@ class _Running:
         row.update({k: record[k] for k in ("passed", "code", "message", "message_zh", "checks")
                     if k in record})
         row["output"] = output
-        row["seconds"] = round(time.monotonic() - self.started, 2)
+        row["seconds"] = round(time.monotonic() - self.started, 2)      # wall clock
+        row["cpu_seconds"] = record.get("cpu_seconds")
         return row
 
     def _output(self) -> str:
@@ -296,11 +297,12 @@ def run_items(items: list[dict], limits: Limits, *, workers: int | None = None,
                 continue
             now = time.monotonic()
             soonest = min(r.deadline for r in running.values())
-            waitables = [r.conn for r in running.values()] + \
-                [r.process.sentinel for r in running.values()]
-            ready = set(wait(waitables, timeout=max(0.0, soonest - now)))
+            # A child's pipe is readable when it sent its record or ended (EOF). Not the process
+            # sentinels: those come from the server, and read as ended if a submission kills it.
+            ready = set(wait([r.conn for r in running.values()],
+                             timeout=max(0.0, soonest - now)))
             for i, r in list(running.items()):
-                if r.conn in ready or r.process.sentinel in ready:
+                if r.conn in ready:
                     rows[i] = r.ended()
                 elif time.monotonic() > r.deadline:
                     rows[i] = r.timed_out()
