@@ -432,35 +432,39 @@ def rope_layouts(head_dim: int = 8):
 
 def attention_shapes():
     """Tensor shapes through causal multi-head attention with grouped-query attention (GQA), as
-    normlib.MultiHeadAttention and HF's LlamaAttention compute it."""
-    fig, ax = _canvas(29, 20.6)
+    normlib.MultiHeadAttention and HF's LlamaAttention compute it, with the KV cache: keys are
+    stored after RoPE and before repeat_kv, and decoding has T = 1 new token against S cached."""
+    fig, ax = _canvas(29, 23.2)
     cols = {"q": 4.2, "k": 11.0, "v": 17.8}
     qk, mid = (cols["q"] + cols["k"]) / 2, (cols["q"] + cols["v"]) / 2
-    _note(ax, cols["k"], 20.0, "x  (B, T, C)", size=1.0, c=INK)
-    _line(ax, [(cols["q"], 18.9), (cols["v"], 18.9)], head=False)
-    _arrow(ax, (cols["k"], 19.6), (cols["k"], 18.9), head=False)
+    kv = (cols["k"] + cols["v"]) / 2
+    _note(ax, cols["k"], 22.6, "x  (B, T, C)", size=1.0, c=INK)
+    _line(ax, [(cols["q"], 21.5), (cols["v"], 21.5)], head=False)
+    _arrow(ax, (cols["k"], 22.2), (cols["k"], 21.5), head=False)
     dims = {"q": "C → H·D", "k": "C → H_kv·D", "v": "C → H_kv·D"}
     shapes = {"q": "(B, H, T, D)", "k": "(B, H_kv, T, D)", "v": "(B, H_kv, T, D)"}
     for name, x in cols.items():
-        b = _box(ax, x, 17.5, 5.8, 1.0, f"{name}_proj: {dims[name]}", "io")
-        _arrow(ax, (x, 18.9), b.top)
-        _note(ax, x + 0.25, 15.95, f"{name}  {shapes[name]}", ha="left")
-    rope = _box(ax, qk, 14.4, 12.6, 1.0, "RoPE on q and k (lesson 08)", "rope")
-    rep = _box(ax, (cols["k"] + cols["v"]) / 2, 12.0, 12.6, 1.0,
-               "repeat_kv: each k, v head × H / H_kv", "attn")
+        b = _box(ax, x, 20.1, 5.8, 1.0, f"{name}_proj: {dims[name]}", "io")
+        _arrow(ax, (x, 21.5), b.top)
+        _note(ax, x + 0.25, 18.55, f"{name}  {shapes[name]}", ha="left")
+    rope = _box(ax, qk, 17.0, 12.6, 1.0, "RoPE on q and k (lesson 08)", "rope")
+    cache = _box(ax, kv, 14.6, 12.6, 1.0, "KV cache: after RoPE, before repeat_kv", "io")
+    rep = _box(ax, kv, 12.0, 12.6, 1.0, "repeat_kv: each k, v head × H / H_kv", "attn")
     for name in "qk":
-        _arrow(ax, (cols[name], 17.0), (cols[name], rope.bottom[1] + 1.0))
-    _arrow(ax, (cols["v"], 17.0), (cols["v"], rep.top[1]))
-    _arrow(ax, (cols["k"], rope.bottom[1]), (cols["k"], rep.top[1]))
+        _arrow(ax, (cols[name], 19.6), (cols[name], rope.top[1]))
+    _arrow(ax, (cols["v"], 19.6), (cols["v"], cache.top[1]))
+    _arrow(ax, (cols["k"], rope.bottom[1]), (cols["k"], cache.top[1]))
+    _note(ax, cols["v"] + 0.25, 13.3, "k, v  (B, H_kv, S, D)", ha="left")
     for name in "kv":
-        _note(ax, cols[name] + 0.25, 10.75, shapes["q"], ha="left")
+        _arrow(ax, (cols[name], cache.bottom[1]), (cols[name], rep.top[1]))
+        _note(ax, cols[name] + 0.25, 10.75, "(B, H, S, D)", ha="left")
     scores = _box(ax, qk, 9.2, 12.6, 1.0, "scores = q kᵀ / √D", "attn")
     _arrow(ax, (cols["q"], rope.bottom[1]), (cols["q"], scores.top[1]))
     _arrow(ax, (cols["k"], rep.bottom[1]), (cols["k"], scores.top[1]))
-    _note(ax, cols["q"] + 0.25, 7.95, "(B, H, T, T)", ha="left")
+    _note(ax, cols["q"] + 0.25, 7.95, "(B, H, T, S)", ha="left")
     soft = _box(ax, qk, 6.7, 12.6, 1.0, "causal mask (future → −∞), softmax", "attn")
     _arrow(ax, (cols["q"], scores.bottom[1]), (cols["q"], soft.top[1]))
-    _note(ax, cols["q"] + 0.25, 5.45, "weights (B, H, T, T)", ha="left")
+    _note(ax, cols["q"] + 0.25, 5.45, "weights (B, H, T, S)", ha="left")
     mix = _box(ax, mid, 4.2, 19.4, 1.0, "weights @ v", "attn")
     _arrow(ax, (cols["q"], soft.bottom[1]), (cols["q"], mix.top[1]))
     _arrow(ax, (cols["v"], rep.bottom[1]), (cols["v"], mix.top[1]))
@@ -472,7 +476,9 @@ def attention_shapes():
     _note(ax, (cat.right[0] + out.left[0]) / 2, 2.05, "(B, T, C)")
     _arrow(ax, out.right, (21.3, 1.5))
     _note(ax, 21.5, 1.5, "(B, T, C)", ha="left", size=1.0, c=INK)
-    _note(ax, 21.8, 9.0, "B batch, T tokens\nC = H · D model width\nH query heads, D head dim\n"
-          "H_kv key/value heads:\n  GQA: H_kv divides H\n  MHA: H_kv = H\n  MQA: H_kv = 1",
+    _note(ax, 21.8, 9.6, "B batch, T new tokens\nS keys: cached + new\nC = H · D model width\n"
+          "H query heads, D head dim\nH_kv key/value heads:\n  GQA: H_kv divides H\n"
+          "  MHA: H_kv = H\n  MQA: H_kv = 1\n\ntraining, prefill: S = T\n"
+          "  scores (B, H, T, T)\ndecoding: T = 1\n  scores (B, H, 1, S)",
           ha="left", size=0.85, c=INK, linespacing=1.5)
     return fig

@@ -152,8 +152,20 @@ def test_rope_layouts_pair_the_slots_of_each_layout():
 def test_attention_shapes_follow_the_tensors():
     text = _labels(diagrams.attention_shapes())
     for label in ("(B, T, C)", "(B, H, T, D)", "(B, H_kv, T, D)", "(B, H, T, T)", "repeat_kv",
-                  "causal mask", "softmax", "o_proj", "concat heads", "q_proj", "k_proj", "v_proj"):
+                  "causal mask", "softmax", "o_proj", "concat heads", "q_proj", "k_proj", "v_proj",
+                  "KV cache", "(B, H_kv, S, D)", "(B, H, T, S)", "(B, H, 1, S)"):
         assert label in text
+
+
+def test_attention_shapes_cache_sits_after_rope_and_before_repeat_kv():
+    # the keys are cached rotated and unrepeated (H_kv heads): the cache box lies below RoPE's box
+    # and above repeat_kv's
+    fig = diagrams.attention_shapes()
+    texts = {t.get_text(): t.get_position()[1] for t in fig.findobj(Text) if t.get_text().strip()}
+    rope = texts["RoPE on q and k (lesson 08)"]
+    cache = texts["KV cache: after RoPE, before repeat_kv"]
+    repeat = next(y for label, y in texts.items() if label.startswith("repeat_kv"))
+    assert rope > cache > repeat
 
 
 @pytest.mark.parametrize(("call", "error", "message"), [
