@@ -454,7 +454,7 @@ def attention_shapes():
         _arrow(ax, (cols[name], 19.6), (cols[name], rope.top[1]))
     _arrow(ax, (cols["v"], 19.6), (cols["v"], cache.top[1]))
     _arrow(ax, (cols["k"], rope.bottom[1]), (cols["k"], cache.top[1]))
-    _note(ax, cols["v"] + 0.25, 13.3, "k, v  (B, H_kv, S, D)", ha="left")
+    _note(ax, kv, 13.3, "k, v  (B, H_kv, S, D)")
     for name in "kv":
         _arrow(ax, (cols[name], cache.bottom[1]), (cols[name], rep.top[1]))
         _note(ax, cols[name] + 0.25, 10.75, "(B, H, S, D)", ha="left")
