@@ -78,6 +78,12 @@ execute: setup
 warmup-grid: setup
 	$(PY) -m tools.warmup_grid
 
+# Lesson 05's alpha/beta widget reads 30 cached model-update measurements,
+# normlib/data/model_update_grid.json (tools/model_update_grid.py); this recomputes them.
+.PHONY: model-update-grid
+model-update-grid: setup
+	$(PY) -m tools.model_update_grid
+
 # Every notebook's first code cell installs normlib where it is missing (Colab) and does nothing
 # elsewhere; tools/notebook_setup.py holds it and writes it into the lessons, solutions and the drill.
 .PHONY: notebook-setup test-install
