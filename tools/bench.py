@@ -11,8 +11,8 @@ absolute figure comes with a ratio to a reference measured in the same run, so t
   one notebook at a time) against one training step of a fixed small model (a 12-layer
   TinyTransformerLM, forward and backward, one thread), the kind of work the lessons do.
 
-- the classroom grader (normlib.classroom) on a class of 40 students who each hand in all twelve
-  practice notebooks, every core busy: what a lecturer waits for (issue 19 asks for about two
+- the classroom grader (normlib.classroom) on a class of 40 students who each hand in every
+  practice notebook, every core busy: what a lecturer waits for (issue 19 asks for about two
   minutes or less on two cores).
 
     python tools/bench.py [notebook ...]        (default: every lesson and practice notebook, then
@@ -179,13 +179,13 @@ def notebook_row(path: pathlib.Path) -> tuple[float, float]:
 
 
 def grade_class_row(students: int = 40) -> tuple[float, int, int]:
-    """(seconds, answers, passed): the grader on ``students`` students with all twelve practice
-    notebooks each (the solution, or in every third notebook one of tests/test_exercises_unseen's
+    """(seconds, answers, passed): the grader on ``students`` students with every practice
+    notebook each (the solution, or in every third notebook one of tests/test_exercises_unseen's
     wrong implementations), built as tests/test_classroom_grader.py builds its class."""
-    from test_classroom_grader import hand_in, solution, wrong
+    from test_classroom_grader import KEYS, hand_in, solution, wrong
+    from test_exercises_unseen import CHECKERS
 
     from normlib.classroom import grade, grade_class
-    from normlib.exercises import EXERCISES
 
     # The wrong answers import test_exercises_unseen (and with it pytest, 0.5 s): imported once in
     # the grader's server here, as a real class's answers import nothing of the tests.
@@ -193,9 +193,10 @@ def grade_class_row(students: int = 40) -> tuple[float, int, int]:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = pathlib.Path(tmp) / "submissions"
-        answers = {key: (solution(key), wrong(key)) for key in EXERCISES}
+        answers = {key: (solution(key), wrong(key) if key in CHECKERS else solution(key))
+                   for key in KEYS}
         for s in range(students):
-            for i, key in enumerate(EXERCISES):
+            for i, key in enumerate(KEYS):
                 hand_in(root, f"student-{s:02d}", key, answers[key][(s + i) % 3 == 0])
         start = time.perf_counter()
         rows = grade_class(root, pathlib.Path(tmp) / "out", progress=False)
