@@ -329,6 +329,8 @@ def test_missing_untranslated_and_avoided_comment_translations_fail(tree):
     problems = _problems(tree)
     assert any("cell c0000003 (cell 3): comment 'print it' is not translated" in p
                for p in problems), problems
+    one_word = "x = 6  # cat\nprint(x)  # print it\n"                 # a label may stay as it is
+    assert [c.text for c in code_comments(one_word)] == ["cat", "print it"]
     tr.write_text(COMMENTS_ZH.replace("答案", "层标准化的答案"), "utf-8")
     problems = _problems(tree)
     assert any("cell c0000003 (cell 3): comment translation uses '层标准化'" in p

@@ -22,7 +22,8 @@ Code comments are translated too; nothing else in a code cell changes (code, out
 counts, metadata and attachments are the English notebook's: a comment changes no output).
 ``_translations/[exercises/]NAME.comments.md`` holds one block per code cell that has comments in
 prose (a shape alone, ``# (B, T, C)``, or a pragma stays as it is), each opened by a marker and
-holding one line per comment, its English text, `` => `` and the Chinese::
+holding one line per comment, its English text, `` => `` and the Chinese (a one-word label, such as
+a token of an example sentence, may stay as it is)::
 
     <!-- code 6a7d7ef8 sha 9147fa6f4dc6 -->
     (..., d): re-center => (..., d)：去均值
@@ -544,7 +545,7 @@ class Edition:
                 chinese = block.lines.get(comment.text)
                 if not chinese:
                     out.append(f"{where}: comment {comment.text[:60]!r} has no translation")
-                elif chinese == comment.text:
+                elif chinese == comment.text and len(WORD.findall(comment.text)) > 1:
                     out.append(f"{where}: comment {comment.text[:60]!r} is not translated")
                 else:
                     out += [f"{where}: comment translation uses {variant!r}; the glossary says "
