@@ -651,6 +651,79 @@ LLAMA_BLOCK = [
     ("LayerNorm written by hand", LlamaLayerNormByHand, {"layer_norm"}),
 ]
 
+
+# --------------------------------------------------------------------------- online softmax
+def flash(*, alpha_on=("l", "o"), alpha=lambda m_old, m_new: torch.exp(m_old - m_new),
+          assign_max=True, max_first_only=False, exp_shift="running", per_block=None,
+          divide=True, scale=None):
+    """A learner's tiled attention (lists of blocks, keepdim statistics); each argument other than
+    its default is one mistake."""
+    def online_softmax_attention(q, k, v, block_size=2):
+        sc = 1 / math.sqrt(q.shape[-1]) if scale is None else scale(q.shape[-1])
+        m = torch.full((*q.shape[:-1], 1), -math.inf, dtype=q.dtype)
+        den = torch.zeros_like(m)
+        o = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+        outs = []
+        for kb, vb in zip(k.split(block_size, dim=-2), v.split(block_size, dim=-2), strict=True):
+            s = torch.einsum("bhtd,bhsd->bhts", q, kb) * sc
+            if per_block:
+                e = torch.exp(s - s.max(dim=-1, keepdim=True).values)
+                outs.append((e / e.sum(-1, keepdim=True)) @ vb)
+                continue
+            m_new = torch.maximum(m, s.max(dim=-1, keepdim=True).values)
+            if max_first_only and bool(torch.isfinite(m).all()):
+                m_new = m
+            shift = {"running": m_new, "block": s.max(dim=-1, keepdim=True).values,
+                     "none": torch.zeros_like(m_new)}[exp_shift]
+            e = torch.exp(s - shift)
+            a = alpha(m, m_new)
+            den = (den * a if "l" in alpha_on else den) + e.sum(-1, keepdim=True)
+            o = (o * a if "o" in alpha_on else o) + e @ vb
+            if assign_max:
+                m = m_new
+        if per_block == "sum":
+            return sum(outs)
+        if per_block == "mean":
+            return torch.stack(outs).mean(0)
+        return o / den if divide else o
+    return online_softmax_attention
+
+
+def flash_alpha_after_update(q, k, v, block_size=2):
+    """The max is updated before the factor is taken: exp(m - m) = 1, nothing rescaled."""
+    m = torch.full(q.shape[:-1], -math.inf, dtype=q.dtype)
+    den = torch.zeros_like(m)
+    o = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+    for j in range(0, k.shape[-2], block_size):
+        s = q @ k[..., j:j + block_size, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        m = torch.maximum(m, s.amax(-1))
+        p = torch.exp(s - m[..., None])
+        alpha = torch.exp(m - torch.maximum(m, s.amax(-1)))
+        den = alpha * den + p.sum(-1)
+        o = alpha[..., None] * o + p @ v[..., j:j + block_size, :]
+    return o / den[..., None]
+
+
+ONLINE_SOFTMAX = [
+    ("only l rescaled", flash(alpha_on=("l",)), {"acc_not_rescaled", "tile_merge"}),
+    ("only o rescaled", flash(alpha_on=("o",)), {"sum_not_rescaled", "tile_merge"}),
+    ("nothing rescaled", flash(alpha_on=()), {"no_rescale", "tile_merge"}),
+    ("factor exp(m_new - m_old)", flash(alpha=lambda a, b: torch.exp(b - a).nan_to_num(0, 0)),
+     {"rescale_inverted", "tile_merge"}),
+    ("m never assigned", flash(assign_max=False), {"max_not_updated", "tile_merge"}),
+    ("max of the first block kept", flash(max_first_only=True), {"max_not_updated"}),
+    ("exp without a max", flash(exp_shift="none", alpha=lambda a, b: 1.0), {"no_max"}),
+    ("exp without a max, sums still rescaled", flash(exp_shift="none"), {"tile_merge"}),
+    ("a softmax per block, added", flash(per_block="sum"), {"normalized_per_tile"}),
+    ("a softmax per block, averaged", flash(per_block="mean"), {"normalized_per_tile"}),
+    ("o not divided by l", flash(divide=False), {"no_final_division"}),
+    ("no 1/sqrt(D)", flash(scale=lambda D: 1.0), {"no_scaling"}),
+    ("scaled by 1/D", flash(scale=lambda D: 1 / D), {"scale"}),
+    ("alpha taken after the max update", flash_alpha_after_update,
+     {"no_rescale", "tile_merge"}),
+    ("exp against the block's own max", flash(exp_shift="block"), {"tile_merge", "no_rescale"}),
+]
+
 # --------------------------------------------------------------------------- the set
 CHECKERS = {
     "layer_norm": (ex.check_layer_norm, LAYER_NORM),
@@ -665,6 +738,7 @@ CHECKERS = {
     "layer_norm_backward": (ex.check_layer_norm_backward, LN_BACKWARD),
     "multi_head_attention": (ex.check_multi_head_attention, MULTI_HEAD_ATTENTION),
     "llama_block": (ex.check_llama_block, LLAMA_BLOCK),
+    "online_softmax_attention": (ex.check_online_softmax_attention, ONLINE_SOFTMAX),
 }
 
 CASES = [(key, name, fn, accepted) for key, (_, cases) in CHECKERS.items()
@@ -953,6 +1027,7 @@ CORRECT = [
     (ex.check_layer_norm_backward, ln_backward()),
     (ex.check_multi_head_attention, Mha),
     (ex.check_llama_block, Llama),
+    (ex.check_online_softmax_attention, flash()),
 ]
 
 

@@ -35,6 +35,7 @@ MODULES = {
     "gelu_tanh": ("gelu",), "attention": ("attention",),
     "layer_norm_backward": ("layer_norm_backward",),
     "multi_head_attention": ("multi_head_attention",), "llama_block": ("llama_block",),
+    "online_softmax_attention": ("online_softmax",),
 }
 # modules shared by several exercises: each key they emit is in one of those exercises' catalogues
 # (the norm probes emit LayerNorm's keys for LayerNorm and RMSNorm's for RMSNorm)

@@ -33,6 +33,7 @@ LESSONS = {
     "layer_norm_backward": ("03_layernorm_and_rmsnorm.ipynb", "2 · Write them from scratch (手撕)"),
     "multi_head_attention": ("10_attention.ipynb", "4 · Multi-head attention: the reshapes"),
     "llama_block": ("10_attention.ipynb", "8 · The same numbers as Hugging Face's LLaMA"),
+    "online_softmax_attention": ("10_attention.ipynb", "1 · Scaled dot-product attention in four lines"),
 }
 
 FONTS = ('system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans CJK SC", "Noto Sans SC", '

@@ -218,6 +218,16 @@ ZH = {
     "rope_frequencies": "旋转位置编码的频率漏掉了 2：theta_i = base^(-2i/D)。",
     "attention_scale": "注意力缩放不对：分数是 q . k / sqrt(头维度)。",
     "no_down_projection": "没有应用下投影 w2：w2(silu(w1(z)) * w3(z))。",
+    # online-softmax attention
+    "no_rescale": "最大值变大时没有重新缩放：分母 l 和累加器 o 都要乘以 exp(m - m')。",
+    "acc_not_rescaled": "只缩放了分母 l，没有缩放累加器 o：两者都要乘以 exp(m - m')。",
+    "sum_not_rescaled": "只缩放了累加器 o，没有缩放分母 l：两者都要乘以 exp(m - m')。",
+    "rescale_inverted": "缩放因子写反了：应为 exp(m - m')（不大于 1），不是 exp(m' - m)。",
+    "max_not_updated": "运行最大值没有更新：每个块之后 m 都要变成 max(m, 该块的最大值)。",
+    "no_max": "直接对分数取 exp，没有减去运行最大值：大分数会溢出（inf / inf = NaN）。",
+    "normalized_per_tile": "每个块单独做了归一化：softmax 是对全部键的，应在最后一个块之后再除以 l。",
+    "no_final_division": "最后没有除以运行和 l：累加器里是 sum exp(s - m) v。",
+    "tile_merge": "只有一个块时结果正确，多个块时不对：块与块的合并（重新缩放）写错了。",
 }
 
 ZH_BY_CODE = {

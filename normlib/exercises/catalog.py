@@ -16,6 +16,7 @@ from .layer_norm import check_layer_norm
 from .layer_norm_backward import check_layer_norm_backward
 from .llama_block import check_llama_block
 from .multi_head_attention import check_multi_head_attention
+from .online_softmax import check_online_softmax_attention
 from .rms_norm import check_rms_norm
 from .rope import check_rope
 from .schedule import check_warmup_cosine
@@ -510,6 +511,59 @@ _EXERCISES += [
             "d_model 4096，隐藏维 11008，32 个头、不用 GQA：注意力 4 x 4096^2，FFN 3 x 4096 x 11008，"
             "两个归一化 2 x 4096：共 202,383,360。32 个块，加上嵌入矩阵和输出矩阵（各 32,000 x 4096）"
             "和最后的归一化，共 67.4 亿。"))),
+]
+
+_EXERCISES += [
+    Exercise(
+        "online_softmax_attention", "Tiled attention with the online softmax",
+        "手撕在线 softmax 分块注意力（FlashAttention 的核心）", "13_online_softmax_attention.ipynb",
+        check_online_softmax_attention,
+        "def online_softmax_attention(q, k, v, block_size=2):\n"
+        '    """q: (B, H, T, D); k, v: (B, H, S, D). No mask; keys in blocks of block_size."""\n'
+        "    raise NotImplementedError\n",
+        "Attention without a mask, softmax(q k^T / sqrt(D)) v for q (B, H, T, D) and k, v "
+        "(B, H, S, D), equal to F.scaled_dot_product_attention(q, k, v), computed over blocks of "
+        "block_size keys (the last may be smaller) with the online softmax: keep per query row a "
+        "running max m, a running denominator l and an accumulator o; for each block, the new max "
+        "m' = max(m, block max), rescale l and o by exp(m - m'), add the block's exp(s - m') and "
+        "exp(s - m') v; divide o by l at the end. No softmax, no SDPA.",
+        "实现不带掩码的注意力 softmax(q k^T / sqrt(D)) v，q 形状为 (B, H, T, D)，k、v 形状为 "
+        "(B, H, S, D)，结果等于 F.scaled_dot_product_attention(q, k, v)。把键按 block_size 个一块"
+        "（最后一块可以更小），用在线 softmax（online softmax）逐块计算：每个查询行维护运行最大值 m、"
+        "运行分母 l 和累加器 o；每来一块，新的最大值 m' = max(m, 该块最大值)，把 l 和 o 乘以 "
+        "exp(m - m')，再加上该块的 exp(s - m') 和 exp(s - m') v；最后用 o 除以 l。不许用 softmax，"
+        "也不许用 SDPA。",
+        12,
+        (_q("Why is the result exact, not an approximation?", "为什么结果是精确的，而不是近似？",
+            "After the last block, l = sum_j exp(s_j - m) and o = sum_j exp(s_j - m) v_j for the "
+            "row's true maximum m: every earlier term was multiplied by exp(m_old - m) when the "
+            "maximum moved, so o / l is softmax(s) v up to rounding (Milakov & Gimelshein 2018, "
+            "Algorithm 3).",
+            "最后一块之后，对这一行真正的最大值 m，有 l = sum_j exp(s_j - m)、"
+            "o = sum_j exp(s_j - m) v_j：最大值每变一次，之前的每一项都乘过 exp(m_old - m)，所以 "
+            "o / l 就是 softmax(s) v，只差舍入误差（Milakov 和 Gimelshein 2018，算法 3）。"),
+         _q("What does FlashAttention gain from it?", "FlashAttention 从中得到了什么？",
+            "The (T, S) score matrix is never written to GPU memory: each tile of scores lives in "
+            "on-chip SRAM, and the kernel reads Q, K, V and writes O, so memory traffic, not flops, "
+            "drops and memory grows linearly in T (Dao et al. 2022, Section 3.1). The flops are "
+            "the same as standard attention's.",
+            "(T, S) 的分数矩阵从不写入显存：每块分数只待在片上 SRAM 里，核函数只读 Q、K、V、写 O，"
+            "省下的是访存量而不是计算量，显存占用随 T 线性增长（Dao 等 2022，3.1 节）。计算量与"
+            "标准注意力相同。"),
+         _q("What does the forward pass keep for the backward?", "前向传播要为反向传播保存什么？",
+            "Only O and one number per row, the log-sum-exp m + log l; the backward pass recomputes "
+            "the tiles of scores from Q and K instead of storing them (Dao et al. 2022, Section "
+            "3.1, recomputation).",
+            "只保存 O 和每行一个数，即 log-sum-exp m + log l；反向传播时由 Q 和 K 重新算出每块"
+            "分数，而不是把它们存下来（Dao 等 2022，3.1 节，重计算）。"),
+         _q("Why start m at -inf, and what if a row sees no key?", "为什么 m 从 -inf 开始？某一行一个键也看不到会怎样？",
+            "-inf is the max of nothing: the first block sets m to its own max and exp(-inf - m') "
+            "= 0 empties the (empty) sums. A row all of whose keys are masked keeps m = -inf and "
+            "exp(-inf - (-inf)) is NaN, as is 0 / 0 at the end: a kernel must guard that row "
+            "(torch 2.13's SDPA returns zeros for it on the CPU, measured).",
+            "-inf 是空集合的最大值：第一块把 m 设成自己的最大值，exp(-inf - m') = 0 把（空的）和清零。"
+            "如果某一行的键全被掩码，m 一直是 -inf，exp(-inf - (-inf)) 是 NaN：核函数必须专门处理"
+            "这一行，最后的 0 / 0 也是 NaN（实测 torch 2.13 的 SDPA 在 CPU 上对这样的行返回 0）。"))),
 ]
 
 EXERCISES: dict[str, Exercise] = {e.key: e for e in _EXERCISES}

@@ -88,6 +88,7 @@ def catalogues() -> dict[str, dict]:
         layer_norm_backward,
         llama_block,
         multi_head_attention,
+        online_softmax,
         rms_norm,
         rope,
         schedule,
@@ -100,7 +101,8 @@ def catalogues() -> dict[str, dict]:
             "attention": attention.ATTENTION_MISTAKES,
             "layer_norm_backward": layer_norm_backward.LN_BACKWARD_MISTAKES,
             "multi_head_attention": multi_head_attention.MHA_MISTAKES,
-            "llama_block": llama_block.LLAMA_MISTAKES}
+            "llama_block": llama_block.LLAMA_MISTAKES,
+            "online_softmax_attention": online_softmax.ONLINE_SOFTMAX_MISTAKES}
 
 
 def code_of(exercise: str, key: str) -> str:

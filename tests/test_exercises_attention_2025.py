@@ -1,0 +1,80 @@
+"""The exercises of 2025 attention (issue 21, item 6): a correct answer passes, the built-in is
+refused, and each catalogue mistake, written as a learner writes it, gets its key."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from normlib import exercises as ex
+from normlib.exercises.online_softmax import ONLINE_SOFTMAX_MISTAKES
+
+
+# --------------------------------------------------------------------------- online softmax
+def tiled(q, k, v, block_size=2, *, rescale_l=True, rescale_o=True, inverted=False,
+          keep_max=True, first_max=False, shift=True, per_tile=False, divide=True, scale=None):
+    """Tiled attention; each keyword other than its default is one mistake."""
+    sc = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    m = torch.full(q.shape[:-1], float("-inf"), dtype=q.dtype)
+    den = torch.zeros_like(m)
+    o = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+    for j in range(0, k.shape[-2], block_size):
+        s = q @ k[..., j:j + block_size, :].transpose(-2, -1) * sc
+        vj = v[..., j:j + block_size, :]
+        if per_tile:
+            e = torch.exp(s - s.amax(-1, keepdim=True))
+            o = o + e / e.sum(-1, keepdim=True) @ vj
+            continue
+        m_new = torch.maximum(m, s.amax(-1))
+        if first_max and j > 0:
+            m_new = m
+        p = torch.exp(s - m_new[..., None]) if shift else torch.exp(s)
+        a = torch.exp(m_new - m).nan_to_num(0.0) if inverted else torch.exp(m - m_new)
+        den = (a * den if rescale_l else den) + p.sum(-1)
+        o = (a[..., None] * o if rescale_o else o) + p @ vj
+        if keep_max:
+            m = m_new
+    return o if per_tile or not divide else o / den[..., None]
+
+
+def wrong(**kw):
+    return lambda q, k, v, block_size=2: tiled(q, k, v, block_size, **kw)
+
+
+ONLINE_WRONG = {
+    "no_rescale": wrong(rescale_l=False, rescale_o=False),
+    "acc_not_rescaled": wrong(rescale_o=False),
+    "sum_not_rescaled": wrong(rescale_l=False),
+    "rescale_inverted": wrong(inverted=True),
+    "max_not_updated": wrong(keep_max=False),
+    "no_max": wrong(shift=False, rescale_l=False, rescale_o=False),
+    "normalized_per_tile": wrong(per_tile=True),
+    "no_final_division": wrong(divide=False),
+    "no_scaling": wrong(scale=1.0),
+}
+
+
+def test_online_softmax_correct_answer_passes():
+    assert ex.check_online_softmax_attention(tiled).passed
+
+
+@pytest.mark.parametrize("mistake", ONLINE_WRONG)
+def test_online_softmax_mistake_is_named(mistake):
+    assert mistake in ONLINE_SOFTMAX_MISTAKES
+    result = ex.check_online_softmax_attention(ONLINE_WRONG[mistake])
+    assert not result.passed and result.mistake == mistake, result
+
+
+def test_online_softmax_max_kept_from_the_first_block_is_named_by_overflow():
+    result = ex.check_online_softmax_attention(wrong(first_max=True))
+    assert result.mistake == "max_not_updated" and "801" in result.diagnosis, result
+
+
+@pytest.mark.parametrize("builtin", [
+    lambda q, k, v, block_size=2: F.scaled_dot_product_attention(q, k, v),
+    lambda q, k, v, block_size=2: torch.softmax(q @ k.transpose(-2, -1) / 8 ** 0.5, -1) @ v,
+    lambda q, k, v, block_size=2: (q @ k.transpose(-2, -1) / 8 ** 0.5).softmax(-1) @ v,
+], ids=["sdpa", "torch.softmax", "Tensor.softmax"])
+def test_online_softmax_refuses_the_builtins(builtin):
+    assert ex.check_online_softmax_attention(builtin).mistake == "shortcut"
