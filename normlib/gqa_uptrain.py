@@ -4,7 +4,7 @@ Ainslie et al. 2023 (GQA, arXiv 2305.13245, Section 2.1, "Uptraining"): a multi-
 becomes a GQA (or, with one group, MQA) checkpoint by mean-pooling the key and value projection
 matrices of the heads of each group, then continued pre-training for a small fraction (5%) of the
 original steps lets the model adapt. Mean-pooling kept more quality than taking one head of each
-group or initializing the heads randomly (Section 3.3, Figure 5). The pooling alone is exact only
+group or initializing the heads randomly (Section 3.3). The pooling alone is exact only
 where the heads of a group were already equal; the uptraining recovers the rest.
 """
 
