@@ -32,6 +32,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from normlib import viz  # noqa: E402
+from tools.images import compare  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb")
@@ -126,6 +127,16 @@ def differing_pixels(part: np.ndarray, full: np.ndarray) -> int:
     return int((part != full).any(-1).sum())
 
 
+def saved_widget_images(path: pathlib.Path) -> list[str]:
+    """The PNGs (base64) the saved notebook's Output widgets hold: each widget's picture as the
+    notebook was last executed."""
+    nb = nbformat.read(path, as_version=4)
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    return [out["data"]["image/png"] for model in state.get("state", {}).values()
+            if model.get("model_name") == "OutputModel"
+            for out in model["state"].get("outputs", []) if "image/png" in out.get("data", {})]
+
+
 def call_and_draw(fn):
     """Call a callback with its defaults and render every figure it left open; return its result."""
     with warnings.catch_warnings():
@@ -171,8 +182,18 @@ def test_each_move_drawn_in_part_equals_the_figure_drawn_in_full(path):
     drawn in full, pixel for pixel; the picture is a PNG of it."""
     found = shown_widgets(path)
     assert found, f"{path.name}: no nl.viz.interactive widget is displayed"
+    saved = saved_widget_images(path)
+    assert len(saved) == len(found), (f"{path.name}: {len(found)} widgets drawn, {len(saved)} "
+                                      "pictures saved: re-execute it (make execute NB=...)")
     for name, box in found:
         fig, controls = box.figure, [c for c in box.children if isinstance(c, widgets.ValueWidget)]
+        # The first picture is the one saved when the notebook was executed (a stale one fails).
+        first = next(o["data"]["image/png"] for o in box.children[-1].outputs
+                     if "image/png" in o.get("data", {}))
+        checks = [compare(s, first) for s in saved]
+        assert any(ok for ok, _, _ in checks), (
+            f"{path.name}:{name}: its picture is not the one saved in the notebook "
+            f"({'; '.join(m for _, m, _ in checks)}): re-execute it (make execute NB=...)")
         moves = [(controls[0], i % 2 == 0) for i in range(4)]
         moves += [(c, forward) for c in controls[1:] for forward in (True, False)]
         for control, forward in moves:
