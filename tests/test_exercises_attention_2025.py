@@ -7,8 +7,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import normlib as nl
 from normlib import exercises as ex
 from normlib.exercises.online_softmax import ONLINE_SOFTMAX_MISTAKES
+from normlib.exercises.sliding_window import SLIDING_WINDOW_MISTAKES
 
 
 # --------------------------------------------------------------------------- online softmax
@@ -78,3 +80,58 @@ def test_online_softmax_max_kept_from_the_first_block_is_named_by_overflow():
 ], ids=["sdpa", "torch.softmax", "Tensor.softmax"])
 def test_online_softmax_refuses_the_builtins(builtin):
     assert ex.check_online_softmax_attention(builtin).mistake == "shortcut"
+
+
+# --------------------------------------------------------------------------- sliding window
+def windowed(q, k, v, window, cache, *, lo=0, ahead=0, roll=True, position=None):
+    """Sliding-window attention with a dict cache; lo widens (+1) or narrows (-1) the window,
+    ahead lets a query see keys after it, roll=False keeps every key, position(cache, seen) moves
+    the new tokens' first position."""
+    T = q.shape[-2]
+    seen = cache.get("seen", 0)
+    first = seen if position is None else position(cache, seen)
+    pos = torch.arange(first, first + T)
+    q, k = nl.apply_rope(q, pos), nl.apply_rope(k, pos)
+    if "k" in cache:
+        k, v = torch.cat([cache["k"], k], -2), torch.cat([cache["v"], v], -2)
+    S = k.shape[-2]
+    qp, kp = torch.arange(S - T, S)[:, None], torch.arange(S)[None, :]
+    keep = (kp <= qp + ahead) & (kp > qp - window - lo)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    out = torch.softmax(scores.masked_fill(~keep, float("-inf")), -1) @ v
+    start = 0 if not roll else max(0, S - (window - 1))
+    cache.update(k=k[..., start:, :], v=v[..., start:, :], seen=seen + T)
+    return out
+
+
+def swa_wrong(**kw):
+    return lambda q, k, v, window, cache: windowed(q, k, v, window, cache, **kw)
+
+
+SLIDING_WRONG = {
+    "window_too_wide": swa_wrong(lo=1),
+    "window_too_narrow": swa_wrong(lo=-1),
+    "no_window": swa_wrong(lo=10**6),
+    "window_not_causal": swa_wrong(ahead=10**6),
+    "cache_not_rolled": swa_wrong(roll=False),
+    "positions_reset": swa_wrong(position=lambda c, s: c["k"].shape[-2] if "k" in c else 0),
+    "positions_per_call": swa_wrong(position=lambda c, s: 0),
+}
+
+
+def test_sliding_window_correct_answer_passes():
+    assert ex.check_sliding_window_attention(windowed).passed
+
+
+@pytest.mark.parametrize("mistake", SLIDING_WRONG)
+def test_sliding_window_mistake_is_named(mistake):
+    assert mistake in SLIDING_WINDOW_MISTAKES
+    result = ex.check_sliding_window_attention(SLIDING_WRONG[mistake])
+    assert not result.passed and result.mistake == mistake, result
+
+
+def test_sliding_window_refuses_sdpa():
+    def sdpa(q, k, v, window, cache):
+        mask = torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).tril()
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert ex.check_sliding_window_attention(sdpa).mistake == "shortcut"

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import normlib as nl
 from normlib import exercises as ex
 from normlib.exercises._session import Session
 from normlib.exercises.codes import registry
@@ -724,6 +725,48 @@ ONLINE_SOFTMAX = [
     ("exp against the block's own max", flash(exp_shift="block"), {"tile_merge", "no_rescale"}),
 ]
 
+
+# --------------------------------------------------------------------------- sliding window
+def swa(*, lo=lambda p, W: p - W, hi=lambda p: p, keep=lambda W: W - 1, position=None,
+        negative_slice=False):
+    """A learner's sliding-window attention with a dict cache (masked_fill, torch.softmax); each
+    argument other than its default is one mistake. The mask keeps keys lo(p, W) < j <= hi(p)."""
+    def sliding_window_attention(q, k, v, window, cache):
+        T = q.shape[-2]
+        seen = cache.get("seen", 0)
+        first = seen if position is None else position(cache, seen)
+        pos = torch.arange(first, first + T)
+        q, k = nl.apply_rope(q, pos), nl.apply_rope(k, pos)
+        if "k" in cache:
+            k, v = torch.cat([cache["k"], k], -2), torch.cat([cache["v"], v], -2)
+        S = k.shape[-2]
+        qp, kp = torch.arange(S - T, S)[:, None], torch.arange(S)[None, :]
+        mask = (kp <= hi(qp)) & (kp > lo(qp, window))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        out = torch.softmax(scores.masked_fill(~mask, float("-inf")), -1) @ v
+        n = keep(window)
+        start = S - n if negative_slice else max(0, S - n)
+        cache["k"], cache["v"], cache["seen"] = k[..., start:, :], v[..., start:, :], seen + T
+        return out
+    return sliding_window_attention
+
+
+SLIDING_WINDOW = [
+    ("kv_idx >= q_idx - W", swa(lo=lambda p, W: p - W - 1), {"window_too_wide"}),
+    ("kv_idx > q_idx - W + 1", swa(lo=lambda p, W: p - W + 1), {"window_too_narrow"}),
+    ("no window at all", swa(lo=lambda p, W: p - 10**9), {"no_window"}),
+    ("a band around the query", swa(hi=lambda p: p + 10**9, lo=lambda p, W: p - W),
+     {"window_not_causal"}),
+    ("|i - j| < W", swa(hi=lambda p: p + 3, lo=lambda p, W: p - W), {"window_not_causal"}),
+    ("cache keeps everything", swa(keep=lambda W: 10**9), {"cache_not_rolled"}),
+    ("positions from the kept keys", swa(position=lambda c, s: c["k"].shape[-2] if "k" in c else 0),
+     {"positions_reset", "decode_differs"}),
+    ("positions from 0 each call", swa(position=lambda c, s: 0),
+     {"positions_per_call", "decode_differs"}),
+    ("the cache keeps W - 2", swa(keep=lambda W: max(W - 2, 0)), {"decode_differs"}),
+    ("k[..., S - n:] with S < n", swa(negative_slice=True), {"decode_differs"}),
+]
+
 # --------------------------------------------------------------------------- the set
 CHECKERS = {
     "layer_norm": (ex.check_layer_norm, LAYER_NORM),
@@ -739,6 +782,7 @@ CHECKERS = {
     "multi_head_attention": (ex.check_multi_head_attention, MULTI_HEAD_ATTENTION),
     "llama_block": (ex.check_llama_block, LLAMA_BLOCK),
     "online_softmax_attention": (ex.check_online_softmax_attention, ONLINE_SOFTMAX),
+    "sliding_window_attention": (ex.check_sliding_window_attention, SLIDING_WINDOW),
 }
 
 CASES = [(key, name, fn, accepted) for key, (_, cases) in CHECKERS.items()
@@ -1028,6 +1072,7 @@ CORRECT = [
     (ex.check_multi_head_attention, Mha),
     (ex.check_llama_block, Llama),
     (ex.check_online_softmax_attention, flash()),
+    (ex.check_sliding_window_attention, swa()),
 ]
 
 

@@ -36,6 +36,7 @@ MODULES = {
     "layer_norm_backward": ("layer_norm_backward",),
     "multi_head_attention": ("multi_head_attention",), "llama_block": ("llama_block",),
     "online_softmax_attention": ("online_softmax",),
+    "sliding_window_attention": ("sliding_window",),
 }
 # modules shared by several exercises: each key they emit is in one of those exercises' catalogues
 # (the norm probes emit LayerNorm's keys for LayerNorm and RMSNorm's for RMSNorm)

@@ -34,6 +34,7 @@ LESSONS = {
     "multi_head_attention": ("10_attention.ipynb", "4 · Multi-head attention: the reshapes"),
     "llama_block": ("10_attention.ipynb", "8 · The same numbers as Hugging Face's LLaMA"),
     "online_softmax_attention": ("10_attention.ipynb", "1 · Scaled dot-product attention in four lines"),
+    "sliding_window_attention": ("10_attention.ipynb", "6 · Decoding with a KV cache"),
 }
 
 FONTS = ('system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans CJK SC", "Noto Sans SC", '

@@ -32,6 +32,7 @@ from .result import CheckResult, language, set_language
 from .rms_norm import check_rms_norm
 from .rope import check_rope
 from .schedule import check_warmup_cosine
+from .sliding_window import check_sliding_window_attention
 from .swiglu import check_swiglu_ffn
 
 __all__ = [
@@ -39,6 +40,6 @@ __all__ = [
     "check_attention", "check_batch_norm", "check_deep_norm", "check_gelu_tanh",
     "check_layer_norm", "check_layer_norm_backward", "check_llama_block",
     "check_multi_head_attention", "check_online_softmax_attention", "check_rms_norm",
-    "check_rope", "check_swiglu_ffn",
+    "check_rope", "check_sliding_window_attention", "check_swiglu_ffn",
     "check_warmup_cosine", "language", "set_language",
 ]

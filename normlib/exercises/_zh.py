@@ -228,6 +228,15 @@ ZH = {
     "normalized_per_tile": "每个块单独做了归一化：softmax 是对全部键的，应在最后一个块之后再除以 l。",
     "no_final_division": "最后没有除以运行和 l：累加器里是 sum exp(s - m) v。",
     "tile_merge": "只有一个块时结果正确，多个块时不对：块与块的合并（重新缩放）写错了。",
+    # sliding-window attention
+    "window_too_wide": "窗口差一：看到了 W + 1 个键。窗口 W 包括自己：键 p - W + 1 .. p。",
+    "window_too_narrow": "窗口差一：只看到 W - 1 个键。窗口 W 是自己加上前面 W - 1 个键：p - W + 1 .. p。",
+    "no_window": "没有窗口：成了普通因果注意力。只保留键 p - W + 1 .. p。",
+    "window_not_causal": "窗口不是因果的：看到了未来的键。窗口是 p - W + 1 .. p。",
+    "cache_not_rolled": "缓存没有滚动：更新之后只保留最后 W - 1 个键和值，大小固定。",
+    "positions_reset": "滚动后位置被重置：新 token 的位置是已见过的 token 数 cache['seen']，不是保留的键数。",
+    "positions_per_call": "每次调用位置都从 0 开始：新 token 的位置从 cache['seen'] 开始。",
+    "decode_differs": "一次性前向正确，但用缓存解码不对：检查位置、保留的键和缓存的滚动。",
 }
 
 ZH_BY_CODE = {

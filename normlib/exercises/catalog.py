@@ -20,6 +20,7 @@ from .online_softmax import check_online_softmax_attention
 from .rms_norm import check_rms_norm
 from .rope import check_rope
 from .schedule import check_warmup_cosine
+from .sliding_window import check_sliding_window_attention
 from .swiglu import check_swiglu_ffn
 
 __all__ = ["Exercise", "FollowUp", "EXERCISES", "exercise"]
@@ -564,6 +565,65 @@ _EXERCISES += [
             "-inf 是空集合的最大值：第一块把 m 设成自己的最大值，exp(-inf - m') = 0 把（空的）和清零。"
             "如果某一行的键全被掩码，m 一直是 -inf，exp(-inf - (-inf)) 是 NaN：核函数必须专门处理"
             "这一行，最后的 0 / 0 也是 NaN（实测 torch 2.13 的 SDPA 在 CPU 上对这样的行返回 0）。"))),
+]
+
+_EXERCISES += [
+    Exercise(
+        "sliding_window_attention", "Sliding-window attention with a rolling KV cache",
+        "手撕滑动窗口注意力与滚动 KV cache", "14_sliding_window_attention.ipynb",
+        check_sliding_window_attention,
+        "def sliding_window_attention(q, k, v, window, cache):\n"
+        '    """q, k, v: (B, H, T, D), the new tokens before RoPE; cache: a dict, {} at first."""\n'
+        "    raise NotImplementedError\n",
+        "Causal sliding-window attention for the T new tokens' q, k, v (B, H, T, D), before RoPE, "
+        "with a rolling KV cache held in the dict cache ({} for a new sequence). The new tokens sit "
+        "at positions cache['seen'] .. cache['seen'] + T - 1 (no 'seen' yet: 0); rotate q and k "
+        "there with nl.apply_rope(x, positions). The keys and values are the kept ones "
+        "(cache['k'], cache['v'], if any) followed by the new ones, and the query at position p "
+        "attends to the keys at p - window + 1 .. p (itself and the window - 1 before it). Then "
+        "keep only the last window - 1 rotated keys and values in cache['k'] and cache['v'], and "
+        "count every token in cache['seen']. Decoding token by token must give the full pass's "
+        "outputs. No F.scaled_dot_product_attention, no nl.sliding_window_mask.",
+        "对 T 个新 token 的 q、k、v（形状 (B, H, T, D)，尚未施加 RoPE）实现因果滑动窗口注意力，"
+        "滚动 KV cache 存在字典 cache 里（新序列传入 {}）。新 token 的位置是 cache['seen'] .. "
+        "cache['seen'] + T - 1（还没有 'seen' 时从 0 开始）；用 nl.apply_rope(x, positions) 在这些"
+        "位置上旋转 q 和 k。键和值是保留下来的（cache['k']、cache['v']，如果有）再接上新的；位置 p "
+        "的查询关注位置 p - window + 1 .. p 的键（自己和前面 window - 1 个）。然后在 cache['k'] 和 "
+        "cache['v'] 里只保留最后 window - 1 个旋转后的键和值，并在 cache['seen'] 里累计全部 token 数。"
+        "逐个 token 解码的输出要与一次性前向相同。不许用 F.scaled_dot_product_attention，也不许用 "
+        "nl.sliding_window_mask。",
+        15,
+        (_q("Why keep only window - 1 keys?", "为什么只保留 window - 1 个键？",
+            "The next query, at position p, needs keys p - window + 1 .. p: its own (new) key and "
+            "the window - 1 before it. Anything older is never read again, so the cache has a "
+            "fixed size (B, H_kv, window - 1, D) per layer however long the text (HF's "
+            "DynamicSlidingWindowLayer keeps the same).",
+            "下一个查询位于 p，需要的键是 p - window + 1 .. p：它自己（新的）键和前面 window - 1 个。"
+            "更早的键再也不会被读到，所以每层缓存大小固定为 (B, H_kv, window - 1, D)，与文本多长无关"
+            "（HF 的 DynamicSlidingWindowLayer 也这样保留）。"),
+         _q("Why must positions count every token seen, not the keys kept?",
+            "为什么位置要按见过的全部 token 计，而不是按保留的键数？",
+            "RoPE makes a score depend on the distance between positions. The kept keys were "
+            "rotated at their true positions; a new token rotated at the number of kept keys (which "
+            "stops growing at window - 1) would sit at the wrong distance from them once the cache "
+            "rolls.",
+            "RoPE 让分数依赖于位置之差。保留下来的键是在真实位置上旋转的；如果新 token 按保留的键数"
+            "（增长到 window - 1 就不再变）来旋转，缓存一滚动，它与这些键的距离就错了。"),
+         _q("How far back can a stack of sliding-window layers see?",
+            "多层滑动窗口叠起来能看到多远？",
+            "Each layer moves information at most window - 1 positions back, so L layers reach "
+            "L (window - 1) tokens: Mistral 7B's window of 4096 over 32 layers gives about 131K "
+            "(Jiang et al. 2023, Section 2, which counts W per layer).",
+            "每一层最多把信息往回传 window - 1 个位置，所以 L 层能覆盖 L (window - 1) 个 token："
+            "Mistral 7B 窗口 4096、32 层，约 131K（Jiang 等 2023，第 2 节，按每层 W 计）。"),
+         _q("Why do Gemma 3 and gpt-oss keep some global layers?", "为什么 Gemma 3 和 gpt-oss 还保留一些全局层？",
+            "Local layers alone only pass long-range information through many hops; one global "
+            "layer every few local ones reads the whole context directly. Gemma 3 interleaves 5 "
+            "local layers (window 1024) per global one (Gemma 3 report, arXiv 2503.19786, "
+            "Section 2); gpt-oss alternates dense and banded (128-token) layers (arXiv 2508.10925).",
+            "只有局部层时，长距离信息要经过许多跳才能传到；每隔几层放一个全局层，就能直接读取整个上下文。"
+            "Gemma 3 每 5 个局部层（窗口 1024）配 1 个全局层（Gemma 3 技术报告，arXiv 2503.19786，"
+            "第 2 节）；gpt-oss 让全注意力层与带状（128 个 token）层交替（arXiv 2508.10925）。"))),
 ]
 
 EXERCISES: dict[str, Exercise] = {e.key: e for e in _EXERCISES}

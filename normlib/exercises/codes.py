@@ -92,6 +92,7 @@ def catalogues() -> dict[str, dict]:
         rms_norm,
         rope,
         schedule,
+        sliding_window,
         swiglu,
     )
     return {"layer_norm": layer_norm.LAYER_NORM_MISTAKES, "rms_norm": rms_norm.RMS_NORM_MISTAKES,
@@ -102,7 +103,8 @@ def catalogues() -> dict[str, dict]:
             "layer_norm_backward": layer_norm_backward.LN_BACKWARD_MISTAKES,
             "multi_head_attention": multi_head_attention.MHA_MISTAKES,
             "llama_block": llama_block.LLAMA_MISTAKES,
-            "online_softmax_attention": online_softmax.ONLINE_SOFTMAX_MISTAKES}
+            "online_softmax_attention": online_softmax.ONLINE_SOFTMAX_MISTAKES,
+            "sliding_window_attention": sliding_window.SLIDING_WINDOW_MISTAKES}
 
 
 def code_of(exercise: str, key: str) -> str:
