@@ -6,10 +6,12 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 import normlib as nl
 from normlib import exercises as ex
 from normlib.exercises.online_softmax import ONLINE_SOFTMAX_MISTAKES
+from normlib.exercises.qk_norm import QK_NORM_MISTAKES
 from normlib.exercises.sliding_window import SLIDING_WINDOW_MISTAKES
 
 
@@ -135,3 +137,86 @@ def test_sliding_window_refuses_sdpa():
         mask = torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).tril()
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     assert ex.check_sliding_window_attention(sdpa).mistake == "shortcut"
+
+
+# --------------------------------------------------------------------------- QK-norm attention
+def qwen3(*, after_rope=False, v_too=False, norm="rms", eps_used=None, weight=True, k_norm=True,
+          swap=False, layout="half", causal=True):
+    """Qwen3's attention as a class; each keyword other than its default is one mistake."""
+    def head_norm(t, w, eps):
+        e = eps if eps_used is None else eps_used
+        if norm == "layer":
+            t = t - t.mean(-1, keepdim=True)
+        t = t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + e)
+        return t * w if weight else t
+
+    class Norm(nn.Module):
+        def __init__(self, d, eps):
+            super().__init__()
+            self.weight, self.eps = nn.Parameter(torch.ones(d)), eps
+
+        def forward(self, t):
+            return head_norm(t, self.weight, self.eps)
+
+    class QKNormAttention(nn.Module):
+        def __init__(self, d_model, n_heads, eps=1e-6):
+            super().__init__()
+            self.h, self.hd = n_heads, d_model // n_heads
+            self.q_proj, self.k_proj, self.v_proj, self.o_proj = (
+                nn.Linear(d_model, d_model, bias=False) for _ in range(4))
+            self.q_norm, self.k_norm = Norm(self.hd, eps), Norm(self.hd, eps)
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = (p(x).view(B, T, self.h, self.hd).transpose(1, 2)
+                       for p in (self.q_proj, self.k_proj, self.v_proj))
+            qn, kn = (self.k_norm, self.q_norm) if swap else (self.q_norm, self.k_norm)
+            if after_rope:
+                q, k = nl.apply_rope(q, layout=layout), nl.apply_rope(k, layout=layout)
+            q, k = qn(q), (kn(k) if k_norm else k)
+            if v_too:
+                v = kn(v)
+            if not after_rope:
+                q, k = nl.apply_rope(q, layout=layout), nl.apply_rope(k, layout=layout)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            return self.o_proj(y.transpose(1, 2).reshape(B, T, C))
+    return QKNormAttention
+
+
+QK_WRONG = {
+    "norm_after_rope": qwen3(after_rope=True),
+    "norm_on_v": qwen3(v_too=True),
+    "layer_norm": qwen3(norm="layer"),
+    "no_eps": qwen3(eps_used=0.0),
+    "eps_ignored": qwen3(eps_used=1e-5),
+    "norm_weight_unused": qwen3(weight=False),
+    "one_side_normed": qwen3(k_norm=False),
+    "norms_swapped": qwen3(swap=True),
+    "rope_layout": qwen3(layout="interleaved"),
+    "sees_future": qwen3(causal=False),
+}
+
+
+def test_qk_norm_correct_answers_pass():
+    assert ex.check_qk_norm_attention(qwen3()).passed
+
+    class WithTorchRMSNorm(qwen3()):
+        def __init__(self, d_model, n_heads, eps=1e-6):
+            super().__init__(d_model, n_heads, eps)
+            self.q_norm, self.k_norm = nn.RMSNorm(self.hd, eps=eps), nn.RMSNorm(self.hd, eps=eps)
+    assert ex.check_qk_norm_attention(WithTorchRMSNorm).passed
+
+
+@pytest.mark.parametrize("mistake", QK_WRONG)
+def test_qk_norm_mistake_is_named(mistake):
+    assert mistake in QK_NORM_MISTAKES
+    result = ex.check_qk_norm_attention(QK_WRONG[mistake])
+    assert not result.passed and result.mistake == mistake, result
+
+
+def test_qk_norm_over_the_whole_projection_is_named_by_its_shape():
+    class Whole(qwen3()):
+        def __init__(self, d_model, n_heads, eps=1e-6):
+            super().__init__(d_model, n_heads, eps)
+            self.q_norm, self.k_norm = nn.RMSNorm(d_model, eps=eps), nn.RMSNorm(d_model, eps=eps)
+    assert ex.check_qk_norm_attention(Whole).mistake == "norm_whole_projection"

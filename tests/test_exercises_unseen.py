@@ -767,6 +767,78 @@ SLIDING_WINDOW = [
     ("k[..., S - n:] with S < n", swa(negative_slice=True), {"decode_differs"}),
 ]
 
+
+# --------------------------------------------------------------------------- QK-norm attention
+def qwen3_attention(*, order="norm_rope", norm=None, v_norm=False, causal=True, layout="half",
+                    norm_width=None, swap=False, only_q=False):
+    """A learner's Qwen3 attention (its own RMSNorm module, einsum-free, heads as dim 2 until
+    after the norm); each argument other than its default is one mistake."""
+    def rms(t, w, eps):
+        return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + eps) * w
+
+    class HeadNorm(nn.Module):
+        def __init__(self, d, eps):
+            super().__init__()
+            self.weight, self.eps = nn.Parameter(torch.ones(d)), eps
+
+        def forward(self, t):
+            return (norm or rms)(t, self.weight, self.eps)
+
+    class QKNormAttention(nn.Module):
+        def __init__(self, d_model, n_heads, eps=1e-6):
+            super().__init__()
+            self.h, self.hd = n_heads, d_model // n_heads
+            for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+                setattr(self, name, nn.Linear(d_model, d_model, bias=False))
+            width = self.hd if norm_width is None else norm_width(d_model, self.hd)
+            self.q_norm, self.k_norm = HeadNorm(width, eps), HeadNorm(width, eps)
+
+        def forward(self, x):
+            B, T, C = x.shape
+            qn, kn = (self.k_norm, self.q_norm) if swap else (self.q_norm, self.k_norm)
+            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+            if norm_width is not None:                          # over the whole projection
+                q, k = qn(q), kn(k)
+            q, k, v = (t.view(B, T, self.h, self.hd) for t in (q, k, v))
+            pos = torch.arange(T)
+            q, k, v = (t.transpose(1, 2) for t in (q, k, v))    # (B, H, T, hd)
+            if order == "rope_norm":
+                q, k = (nl.apply_rope(t, pos, layout=layout) for t in (q, k))
+            if norm_width is None:
+                q = qn(q)
+                k = k if only_q else kn(k)
+            if v_norm:
+                v = self.k_norm(v)
+            if order == "norm_rope":
+                q, k = (nl.apply_rope(t, pos, layout=layout) for t in (q, k))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            return self.o_proj(y.transpose(1, 2).reshape(B, T, C))
+    return QKNormAttention
+
+
+QK_NORM = [
+    ("norm after RoPE", qwen3_attention(order="rope_norm"), {"norm_after_rope"}),
+    ("RMSNorm(d_model) on the projection", qwen3_attention(norm_width=lambda C, hd: C),
+     {"norm_whole_projection"}),
+    ("v through k_norm too", qwen3_attention(v_norm=True), {"norm_on_v"}),
+    ("no eps", qwen3_attention(norm=lambda t, w, eps: t / t.pow(2).mean(-1, keepdim=True).sqrt()
+                               * w), {"no_eps"}),
+    ("eps fixed at 1e-5", qwen3_attention(
+        norm=lambda t, w, eps: t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-5) * w),
+     {"eps_ignored"}),
+    ("F.layer_norm with the weight", qwen3_attention(
+        norm=lambda t, w, eps: F.layer_norm(t, t.shape[-1:], w, None, eps)), {"layer_norm"}),
+    ("weight never multiplied", qwen3_attention(
+        norm=lambda t, w, eps: t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + eps)),
+     {"norm_weight_unused"}),
+    ("k left unnormalized", qwen3_attention(only_q=True), {"one_side_normed"}),
+    ("q_norm on k, k_norm on q", qwen3_attention(swap=True), {"norms_swapped"}),
+    ("interleaved RoPE", qwen3_attention(layout="interleaved"), {"rope_layout"}),
+    ("no causal mask", qwen3_attention(causal=False), {"sees_future"}),
+    ("L2 norm instead of RMS", qwen3_attention(
+        norm=lambda t, w, eps: F.normalize(t, dim=-1, eps=eps) * w), {"l2_norm"}),
+]
+
 # --------------------------------------------------------------------------- the set
 CHECKERS = {
     "layer_norm": (ex.check_layer_norm, LAYER_NORM),
@@ -783,6 +855,7 @@ CHECKERS = {
     "llama_block": (ex.check_llama_block, LLAMA_BLOCK),
     "online_softmax_attention": (ex.check_online_softmax_attention, ONLINE_SOFTMAX),
     "sliding_window_attention": (ex.check_sliding_window_attention, SLIDING_WINDOW),
+    "qk_norm_attention": (ex.check_qk_norm_attention, QK_NORM),
 }
 
 CASES = [(key, name, fn, accepted) for key, (_, cases) in CHECKERS.items()
@@ -1073,6 +1146,7 @@ CORRECT = [
     (ex.check_llama_block, Llama),
     (ex.check_online_softmax_attention, flash()),
     (ex.check_sliding_window_attention, swa()),
+    (ex.check_qk_norm_attention, qwen3_attention()),
 ]
 
 

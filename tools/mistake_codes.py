@@ -37,6 +37,7 @@ MODULES = {
     "multi_head_attention": ("multi_head_attention",), "llama_block": ("llama_block",),
     "online_softmax_attention": ("online_softmax",),
     "sliding_window_attention": ("sliding_window",),
+    "qk_norm_attention": ("qk_norm",),
 }
 # modules shared by several exercises: each key they emit is in one of those exercises' catalogues
 # (the norm probes emit LayerNorm's keys for LayerNorm and RMSNorm's for RMSNorm)

@@ -35,6 +35,7 @@ LESSONS = {
     "llama_block": ("10_attention.ipynb", "8 · The same numbers as Hugging Face's LLaMA"),
     "online_softmax_attention": ("10_attention.ipynb", "1 · Scaled dot-product attention in four lines"),
     "sliding_window_attention": ("10_attention.ipynb", "6 · Decoding with a KV cache"),
+    "qk_norm_attention": ("11_norms_of_2025_models.ipynb", "1 · QK-norm: a bound on every attention logit"),
 }
 
 FONTS = ('system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans CJK SC", "Noto Sans SC", '

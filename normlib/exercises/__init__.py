@@ -28,6 +28,7 @@ from .layer_norm_backward import check_layer_norm_backward
 from .llama_block import check_llama_block
 from .multi_head_attention import check_multi_head_attention
 from .online_softmax import check_online_softmax_attention
+from .qk_norm import check_qk_norm_attention
 from .result import CheckResult, language, set_language
 from .rms_norm import check_rms_norm
 from .rope import check_rope
@@ -39,7 +40,8 @@ __all__ = [
     "CheckResult", "EXERCISES", "Exercise", "exercise",
     "check_attention", "check_batch_norm", "check_deep_norm", "check_gelu_tanh",
     "check_layer_norm", "check_layer_norm_backward", "check_llama_block",
-    "check_multi_head_attention", "check_online_softmax_attention", "check_rms_norm",
+    "check_multi_head_attention", "check_online_softmax_attention", "check_qk_norm_attention",
+    "check_rms_norm",
     "check_rope", "check_sliding_window_attention", "check_swiglu_ffn",
     "check_warmup_cosine", "language", "set_language",
 ]

@@ -237,6 +237,14 @@ ZH = {
     "positions_reset": "滚动后位置被重置：新 token 的位置是已见过的 token 数 cache['seen']，不是保留的键数。",
     "positions_per_call": "每次调用位置都从 0 开始：新 token 的位置从 cache['seen'] 开始。",
     "decode_differs": "一次性前向正确，但用缓存解码不对：检查位置、保留的键和缓存的滚动。",
+    # QK-norm attention
+    "norm_after_rope": "q_norm 和 k_norm 放在了 RoPE 之后：Qwen3 先归一化再施加 RoPE。",
+    "norm_whole_projection": "在整个投影上做了归一化：应先拆成多头，再对每个头在 head_dim 上做 RMSNorm。",
+    "norm_on_v": "把 v 也归一化了：只有 q 和 k 要归一化。",
+    "no_qk_norm": "没有 QK-norm：在 RoPE 之前对查询头用 q_norm、对键头用 k_norm。",
+    "one_side_normed": "只归一化了 q 或 k：两者都要归一化，各用各的归一化层。",
+    "norms_swapped": "q_norm 和 k_norm 用反了：q_norm 归一化查询，k_norm 归一化键。",
+    "missing_module": "缺少某个层或形状不对：q_proj、k_proj、v_proj、o_proj 为 (d_model, d_model) 且无 bias，q_norm、k_norm 的权重形状为 (head_dim,)。",
 }
 
 ZH_BY_CODE = {
@@ -246,4 +254,6 @@ ZH_BY_CODE = {
                                "(n_kv_heads * 头维度, C)，w1、w3 为 (hidden_dim, C)，w2 为 (C, hidden_dim)。",
     "swiglu_ffn.missing_projection": "缺少 w1、w2 或 w3（名字不对或没有定义）。",
     "multi_head_attention.missing_projection": "缺少 q_proj、k_proj、v_proj 或 o_proj（名字不对或没有定义）。",
+    "qk_norm_attention.layer_norm": "q_norm、k_norm 用了层归一化：Qwen3 用均方根归一化，不减均值。",
+    "qk_norm_attention.no_eps": "均方根归一化漏掉了 eps：应除以 sqrt(mean(x^2) + eps)。",
 }

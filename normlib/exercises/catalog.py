@@ -17,6 +17,7 @@ from .layer_norm_backward import check_layer_norm_backward
 from .llama_block import check_llama_block
 from .multi_head_attention import check_multi_head_attention
 from .online_softmax import check_online_softmax_attention
+from .qk_norm import check_qk_norm_attention
 from .rms_norm import check_rms_norm
 from .rope import check_rope
 from .schedule import check_warmup_cosine
@@ -624,6 +625,59 @@ _EXERCISES += [
             "只有局部层时，长距离信息要经过许多跳才能传到；每隔几层放一个全局层，就能直接读取整个上下文。"
             "Gemma 3 每 5 个局部层（窗口 1024）配 1 个全局层（Gemma 3 技术报告，arXiv 2503.19786，"
             "第 2 节）；gpt-oss 让全注意力层与带状（128 个 token）层交替（arXiv 2508.10925）。"))),
+]
+
+_EXERCISES += [
+    Exercise(
+        "qk_norm_attention", "QK-norm attention (Qwen3)", "手撕 QK-norm 注意力（Qwen3）",
+        "15_qk_norm_attention.ipynb", check_qk_norm_attention,
+        "class QKNormAttention(nn.Module):\n"
+        "    def __init__(self, d_model, n_heads, eps=1e-6):\n"
+        "        super().__init__()\n        raise NotImplementedError\n\n"
+        "    def forward(self, x):\n        raise NotImplementedError\n",
+        "Qwen3's causal self-attention for x (B, T, d_model): bias-free nn.Linear layers q_proj, "
+        "k_proj, v_proj and o_proj (d_model -> d_model), head_dim = d_model // n_heads, and two "
+        "RMSNorms over head_dim, q_norm and k_norm, each with a weight of shape (head_dim,) and "
+        "the eps given. Split q and k into heads, apply q_norm to every query head and k_norm to "
+        "every key head, then RoPE (nl.apply_rope(x, layout='half'), positions 0 .. T - 1) to "
+        "both, then causal attention over v's heads and o_proj. v is not normalized.",
+        "实现 Qwen3 的因果自注意力，x 形状为 (B, T, d_model)：无 bias 的 nn.Linear 层 q_proj、k_proj、"
+        "v_proj 和 o_proj（d_model -> d_model），head_dim = d_model // n_heads；再加两个在 head_dim 上"
+        "做的 RMSNorm：q_norm 和 k_norm，权重形状都是 (head_dim,)，eps 用传入的值。把 q 和 k 拆成多头，"
+        "对每个查询头用 q_norm、每个键头用 k_norm，然后对两者施加 RoPE（nl.apply_rope(x, "
+        "layout='half')，位置 0 .. T - 1），再对 v 的各头做因果注意力，最后 o_proj。v 不做归一化。",
+        12,
+        (_q("What does QK-norm buy?", "QK-norm 带来了什么？",
+            "A bound on every attention logit: with unit-RMS q and k per head, |q . k| / "
+            "sqrt(head_dim) <= sqrt(head_dim) max|q_norm.weight| max|k_norm.weight| (Cauchy-Schwarz), so the "
+            "logits cannot grow without bound, the failure Wortsman et al. (arXiv 2309.14322, "
+            "Section 3.1) reproduce in small models at high learning rates and QK-norm removes. "
+            "Dehghani et al. (arXiv 2302.05442) used it to train ViT-22B.",
+            "它给每个注意力 logit 加了上界：每个头的 q、k 均方根为 1 时，|q · k| / sqrt(head_dim) "
+            "不超过 sqrt(head_dim) max|q_norm.weight| max|k_norm.weight|（柯西-施瓦茨不等式），logit 就不会无限增长。Wortsman 等"
+            "（arXiv 2309.14322，3.1 节）在小模型、大学习率下复现了这种 logit 增长，QK-norm 消除了它；"
+            "Dehghani 等（arXiv 2302.05442）用它训练了 ViT-22B。"),
+         _q("Why before RoPE, and does the order matter?", "为什么放在 RoPE 之前？顺序有影响吗？",
+            "RoPE rotates feature pairs and keeps each pair's norm, so without the norm's weight "
+            "the two orders agree; with a learned per-feature weight they do not, since RoPE "
+            "mixes features that the weight scales differently. Qwen3 (HF Qwen3Attention) "
+            "normalizes, then rotates; checkpoints are trained in that order.",
+            "RoPE 旋转特征对，并保持每一对的范数，所以不带权重时两种顺序结果相同；带上按特征学习的"
+            "权重就不同了，因为 RoPE 会混合被权重缩放得不一样的特征。Qwen3（HF 的 Qwen3Attention）"
+            "先归一化再旋转，权重也是按这个顺序训练出来的。"),
+         _q("Why per head and not over the whole projection?", "为什么按头归一化，而不是在整个投影上？",
+            "Each head computes its own logits q_h . k_h: normalizing each head bounds each "
+            "head's logits; one norm over d_model lets one head's large entries shrink the "
+            "others'. Qwen3 and Gemma 3 normalize per head (head_dim); OLMo 2 normalizes the "
+            "whole projection.",
+            "每个头各自计算 logit q_h · k_h：按头归一化，就给每个头的 logit 都加了上界；在整个 "
+            "d_model 上做一次归一化，一个头里的大数会把其他头压小。Qwen3 和 Gemma 3 按头（head_dim）"
+            "归一化；OLMo 2 在整个投影上归一化。"),
+         _q("Where else is it used, and what did it replace?", "还有谁在用？它取代了什么？",
+            "OLMo 2, Gemma 3 and Qwen3 use QK-norm; Gemma 3 replaced Gemma 2's logit soft-capping "
+            "with it (Gemma 3 report, arXiv 2503.19786, Section 2).",
+            "OLMo 2、Gemma 3 和 Qwen3 都用 QK-norm；Gemma 3 用它取代了 Gemma 2 的 logit 软截断"
+            "（soft-capping）（Gemma 3 技术报告，arXiv 2503.19786，第 2 节）。"))),
 ]
 
 EXERCISES: dict[str, Exercise] = {e.key: e for e in _EXERCISES}

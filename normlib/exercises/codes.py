@@ -89,6 +89,7 @@ def catalogues() -> dict[str, dict]:
         llama_block,
         multi_head_attention,
         online_softmax,
+        qk_norm,
         rms_norm,
         rope,
         schedule,
@@ -104,7 +105,8 @@ def catalogues() -> dict[str, dict]:
             "multi_head_attention": multi_head_attention.MHA_MISTAKES,
             "llama_block": llama_block.LLAMA_MISTAKES,
             "online_softmax_attention": online_softmax.ONLINE_SOFTMAX_MISTAKES,
-            "sliding_window_attention": sliding_window.SLIDING_WINDOW_MISTAKES}
+            "sliding_window_attention": sliding_window.SLIDING_WINDOW_MISTAKES,
+            "qk_norm_attention": qk_norm.QK_NORM_MISTAKES}
 
 
 def code_of(exercise: str, key: str) -> str:

@@ -1,0 +1,225 @@
+"""The QK-norm attention checker (Qwen3's attention), and the mistakes it can name.
+
+The learner writes ``QKNormAttention(d_model, n_heads, eps=1e-6)``: bias-free q_proj, k_proj,
+v_proj, o_proj (d_model -> d_model), and q_norm, k_norm, RMSNorms over head_dim with a weight of
+shape (head_dim,); ``forward(x)`` for x (B, T, d_model) projects, splits the heads, applies q_norm
+to every query head and k_norm to every key head, BEFORE RoPE (HF's "half" layout, positions
+0 .. T - 1), then causal attention and o_proj. This is Qwen3's order (HF ``Qwen3Attention``:
+``q_norm(q_proj(x).view(...))`` then ``apply_rotary_pos_emb``); QK-norm itself is from Dehghani et
+al. 2023 (arXiv 2302.05442) and Wortsman et al. 2023 (arXiv 2309.14322, Section 3.1).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import normlib as nl
+
+from ._compare import label, randn, tolerance
+from ._probes import near
+from ._session import Fail, Session
+from .result import CheckResult
+
+__all__ = ["check_qk_norm_attention", "QK_NORM_MISTAKES"]
+
+QK_NORM_MISTAKES = {
+    "norm_after_rope": ("norm after RoPE", "q_norm and k_norm come before RoPE (Qwen3): with a "
+                        "learned weight the two orders differ, since the weight is per feature "
+                        "and RoPE mixes feature pairs."),
+    "norm_whole_projection": ("norm over the whole projection", "the norm runs per head, over "
+                              "head_dim: split the heads first, then RMSNorm(head_dim) on each."),
+    "norm_on_v": ("v normalized too", "only q and k are normalized; v keeps its scale."),
+    "no_qk_norm": ("no QK-norm", "apply q_norm to the query heads and k_norm to the key heads "
+                   "before RoPE."),
+    "one_side_normed": ("only q or only k normalized", "both q and k are normalized, each with "
+                        "its own norm."),
+    "no_eps": ("no eps", "the RMSNorm divides by sqrt(mean(x^2) + eps): use the eps given."),
+    "eps_ignored": ("eps ignored", "use the eps passed to the constructor in both norms."),
+    "layer_norm": ("LayerNorm instead of RMSNorm", "Qwen3's q_norm and k_norm are RMSNorms: no "
+                   "mean subtracted."),
+    "norm_weight_unused": ("norm weight unused", "multiply by q_norm.weight and k_norm.weight "
+                           "after normalizing."),
+    "norms_swapped": ("q_norm and k_norm swapped", "q_norm normalizes the queries, k_norm the "
+                      "keys."),
+    "no_rope": ("no RoPE", "rotate q and k (after their norms) at positions 0 .. T - 1, HF's "
+                "half layout."),
+    "rope_layout": ("RoPE in the wrong layout", "HF's Qwen3 pairs feature i with i + head_dim/2 "
+                    "(rotate_half): nl.apply_rope(x, layout='half')."),
+    "sees_future": ("no causal mask", "query t attends to keys 0 .. t only."),
+    "missing_module": ("missing or misshapen layer", "q_proj, k_proj, v_proj, o_proj "
+                       "(d_model x d_model, no bias) and q_norm, k_norm with a weight of shape "
+                       "(head_dim,)."),
+}
+
+
+def _rms(t, g, eps, mean=False):
+    if mean:
+        t = t - t.mean(-1, keepdim=True)
+    return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + eps) * g
+
+
+def _qk(x, W, gq, gk, H, eps, mode="ok"):
+    """Qwen3 attention with one mistake (mode); "ok" is the right answer."""
+    B, T, C = x.shape
+    hd = C // H
+    Wq, Wk, Wv, Wo = W
+    q, k, v = (x @ w.T for w in (Wq, Wk, Wv))                        # (B, T, C)
+    if mode == "norm_whole_projection":
+        q, k = _rms(q, gq.repeat(H), eps), _rms(k, gk.repeat(H), eps)
+    q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hd)
+    if mode == "norms_swapped":
+        gq, gk = gk, gq
+    if mode == "norm_weight_unused":
+        gq = gk = torch.ones_like(gq)
+    e = {"no_eps": 0.0, "eps_ignored": 1e-6 if eps != 1e-6 else 1e-5}.get(mode, eps)
+    layout = "interleaved" if mode == "rope_layout" else "half"
+
+    def rope(t):
+        return t if mode == "no_rope" else nl.apply_rope(t, layout=layout)
+
+    normed = mode not in ("no_qk_norm", "norm_whole_projection")
+    if mode == "norm_after_rope":
+        q, k = rope(q), rope(k)
+    if normed:
+        if mode != "k_only":
+            q = _rms(q, gq, e, mean=mode == "layer_norm")
+        if mode != "q_only":
+            k = _rms(k, gk, e, mean=mode == "layer_norm")
+    if mode == "norm_on_v":
+        v = _rms(v, torch.ones_like(gk), e)
+    if mode != "norm_after_rope":
+        q, k = rope(q), rope(k)
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=mode != "sees_future")
+    return y.transpose(1, 2).reshape(B, T, C) @ Wo.T
+
+
+_MODES = [("norm_after_rope", "norm_after_rope"), ("norm_whole_projection", "norm_whole_projection"),
+          ("norm_on_v", "norm_on_v"), ("no_qk_norm", "no_qk_norm"), ("one_side_normed", "q_only"),
+          ("one_side_normed", "k_only"), ("no_eps", "no_eps"), ("eps_ignored", "eps_ignored"),
+          ("layer_norm", "layer_norm"), ("norm_weight_unused", "norm_weight_unused"),
+          ("norms_swapped", "norms_swapped"), ("no_rope", "no_rope"),
+          ("rope_layout", "rope_layout"), ("sees_future", "sees_future")]
+
+
+def check_qk_norm_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
+    """Check ``cls(d_model, n_heads, eps=1e-6)`` against Qwen3's attention with the same weights."""
+    s = Session("QK-norm attention", QK_NORM_MISTAKES, exercise="qk_norm_attention",
+                time_limit=time_limit,
+                references={nl.MultiHeadAttention.forward: "nl.MultiHeadAttention"})
+    if not s.require_callable(cls, "your class"):
+        return s.result()
+
+    def build(C, H, eps, seed, dtype=torch.float64, W=None, g=None):
+        """The learner's module with known weights: (module, W, (gq, gk))."""
+        m = s.call(cls, C, H, eps=eps)
+        if not isinstance(m, nn.Module):
+            raise Fail(f"QKNormAttention({C}, {H}) built a {type(m).__name__}, expected an "
+                       "nn.Module", "raised")
+        hd = C // H
+        for name, shape in (("q_proj", (C, C)), ("k_proj", (C, C)), ("v_proj", (C, C)),
+                            ("o_proj", (C, C)), ("q_norm", (hd,)), ("k_norm", (hd,))):
+            layer = getattr(m, name, None)
+            weight = getattr(layer, "weight", None)
+            if not isinstance(weight, torch.Tensor):
+                raise Fail(f"no layer {name} with a weight", "missing_module")
+            if tuple(weight.shape) != shape:
+                key = "norm_whole_projection" if name in ("q_norm", "k_norm") and \
+                    tuple(weight.shape) == (C,) else "missing_module"
+                raise Fail(f"{name}.weight has shape {tuple(weight.shape)}, expected {shape}", key)
+        m = s.call(m.to, dtype)
+        W = W or [randn(C, C, seed=seed + i, dtype=dtype, scale=C ** -0.5) for i in range(4)]
+        g = g or [randn(hd, seed=seed + 5 + i, dtype=dtype, scale=0.5, offset=1.0)
+                  for i in range(2)]
+        with torch.no_grad():
+            for name, w in zip(("q_proj", "k_proj", "v_proj", "o_proj", "q_norm", "k_norm"),
+                               [*W, *g], strict=True):
+                getattr(m, name).weight.copy_(w)
+        return m, W, g
+
+    def case(shape, H, eps, seed, dtype=torch.float64, scale=1.5, note=""):
+        def check():
+            m, W, (gq, gk) = build(shape[-1], H, eps, seed, dtype)
+            x = randn(*shape, seed=seed + 9, dtype=dtype, scale=scale)
+            got = s.call(m, x)
+            want = _qk(x, W, gq, gk, H, eps)
+            mutants = [(key, (lambda mode=mode: _qk(x, W, gq, gk, H, eps, mode)))
+                       for key, mode in _MODES]
+            s.expect_close(got, want, tol=tolerance(dtype, float(want.abs().max())),
+                           mutants=mutants)
+        s.run(label(dtype, shape, f"n_heads = {H}, eps = {eps:g}" + (f", {note}" if note
+                                                                      else "")), check)
+
+    case((2, 5, 32), 4, 1e-6, 10)
+    case((1, 6, 16), 2, 0.5, 20, note="a large eps")
+    case((2, 4, 24), 3, 1e-6, 30, scale=1e-4, note="tiny inputs")
+    case((1, 7, 32), 2, 1e-6, 40, dtype=torch.float32)
+    s.probe(*_probes(s, cls, build))
+    return s.result()
+
+
+def _probes(s: Session, cls, build) -> list:
+    """Probes on the learner's module (float64, d_model 16, 2 heads): scaling W_q (or W_k) by 10
+    must not change the output (q and k are normalized); scaling one head's rows of W_q must not
+    either (per head, not over the projection); scaling W_v by 10 scales the output by 10 (v is
+    not normalized); adding the same value to every feature of each query head changes it (RMSNorm
+    does not subtract the mean; LayerNorm would)."""
+    C, H, eps = 16, 2, 1e-6
+    x = randn(2, 5, C, seed=990, dtype=torch.float64, scale=1.5)
+
+    def out(W, g=None):
+        m, _, _ = build(C, H, eps, 980, W=W, g=g)
+        y = s.call(m, x)
+        if not isinstance(y, torch.Tensor) or y.shape != x.shape or not bool(y.isfinite().all()):
+            raise Fail("unusable output")
+        return y.detach().double()
+
+    W = [randn(C, C, seed=980 + i, dtype=torch.float64, scale=C ** -0.5) for i in range(4)]
+
+    def scaled(i, factor, rows=slice(None)):
+        V = [w.clone() for w in W]
+        V[i][rows] *= factor
+        return V
+
+    def same(a, b):
+        """Equal but for eps's effect (|change| ~ eps / mean(q^2) ~ 1e-6 of the output)."""
+        return near(a, b, 1e-4, 1e-4 * float(b.abs().max()))
+
+    def invariances():
+        base = out(W)
+        q_free = same(out(scaled(0, 10.0)), base)
+        k_free = same(out(scaled(1, 10.0)), base)
+        if not q_free and not k_free:
+            return ("no_qk_norm", "Scaling W_q or W_k by 10 changes your output: neither q nor k "
+                    "is normalized. " + QK_NORM_MISTAKES["no_qk_norm"][1].capitalize())
+        if q_free != k_free:
+            side = "W_k" if q_free else "W_q"
+            return ("one_side_normed", f"Scaling W_q or W_k by 10 should change nothing (both are "
+                    f"normalized); scaling {side} changes your output.")
+        head = same(out(scaled(0, 10.0, slice(0, C // H))), base)
+        if not head:
+            return ("norm_whole_projection", "Scaling the rows of W_q for head 0 by 10 changes "
+                    "your output, though scaling all of W_q does not: the norm runs over the "
+                    "whole projection, not per head. Split the heads, then RMSNorm(head_dim).")
+        if same(out(scaled(2, 10.0)), base):
+            return ("norm_on_v", "Scaling W_v by 10 leaves your output unchanged, so v is "
+                    "normalized too: only q and k are; the output must scale with v.")
+        return None
+
+    def mean():
+        base = out(W)
+        V = [w.clone() for w in W]
+        shift = randn(C, seed=996, dtype=torch.float64)
+        V[0] = V[0] + torch.outer(torch.ones(C, dtype=torch.float64), shift)
+        if same(out(V), base) and not same(_qk(x, V, *_g(), H, eps), _qk(x, W, *_g(), H, eps)):
+            return ("layer_norm", "Adding the same value to every feature of each query head "
+                    "leaves your output unchanged: your norm subtracts the mean, as LayerNorm "
+                    "does. " + QK_NORM_MISTAKES["layer_norm"][1])
+        return None
+
+    def _g():
+        return [randn(C // H, seed=985 + i, dtype=torch.float64, scale=0.5, offset=1.0)
+                for i in range(2)]
+
+    return [invariances, mean]
