@@ -54,7 +54,7 @@ pytest: setup
 nbval: setup
 	$(PY) -m pytest $(NBVAL) notebooks
 
-# Every notebook again under strict nbval, with the numerics of another CPU (README, "Tests").
+# Every notebook again under strict nbval, with the numerics of another CPU (CONTRIBUTING.md, "Tests").
 test-portable: setup
 	$(PORTABLE_ENV) $(PY) -m pytest $(NBVAL) notebooks
 
@@ -142,7 +142,7 @@ translations: setup
 check-translations: setup
 	$(PY) -m tools.translations --check
 
-# Browser test (README, "Browser test"): every notebook in JupyterLab, driven in Debian's Chromium
+# Browser test (CONTRIBUTING.md, "Browser test"): every notebook in JupyterLab, driven in Debian's Chromium
 # (`chromium` on PATH; skipped without it, a failure when CI=true), and every slide deck offline.
 # One worker per core, as nbval: each worker runs its own JupyterLab and Chromium. The latencies it
 # prints are then measured beside a second notebook; E2E_WORKERS=1 measures one notebook at a time.
@@ -151,7 +151,7 @@ E2E_WORKERS ?= $(NBVAL_WORKERS)
 e2e: setup slides
 	E2E=1 $(PY) -m pytest tests/e2e -v --timeout 900 -n $(E2E_WORKERS)
 
-# reveal.js decks of the lessons in build/slides/, viewable offline (README, "Presenting"). The
+# reveal.js decks of the lessons in build/slides/, viewable offline (docs/teaching.md, "Presenting"). The
 # scripts, styles and fonts come from the npm packages locked in tools/slides/package-lock.json.
 SLIDES_NPM := tools/slides/node_modules/.package-lock.json
 slides: setup $(SLIDES_NPM)
