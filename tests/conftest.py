@@ -8,8 +8,9 @@ import torch
 # worker oversubscribe the cores and spin; a 60-step training test took 2.4x as long that way.
 torch.set_num_threads(1)
 
-# The browser test (tests/e2e) runs only under `make e2e`, which sets E2E=1.
-collect_ignore = [] if os.environ.get("E2E") == "1" else ["e2e"]
+# The browser tests (tests/e2e, tests/e2e_classroom) run only under `make e2e` and
+# `make e2e-classroom`, which set E2E=1 and name their folder.
+collect_ignore = ([] if os.environ.get("E2E") == "1" else ["e2e", "e2e_classroom"])
 
 # Tolerances for torch.testing.assert_close: float32 at its defaults, float64 to 1e-10.
 # Half types: assert_close's rtol, and an atol of one ulp at the tensor's largest magnitude

@@ -15,7 +15,7 @@ import numpy as np
 from PIL import Image
 
 LEVEL = 64            # a pixel counts as changed when a channel moves by more than this
-MAX_CHANGED = 0.002   # the fraction of changed pixels a reproduced image may have
+MAX_CHANGED = 0.005   # the fraction of changed pixels a reproduced image may have
 
 
 def pixels(png: str | bytes) -> np.ndarray:
