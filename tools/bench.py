@@ -25,10 +25,12 @@ from __future__ import annotations
 import contextlib
 import datetime
 import io
+import json
 import os
 import pathlib
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,7 +44,8 @@ import torch  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
 # A move is made as tests/test_widgets.py makes it: one loop for both.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
+_ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(_ROOT), str(_ROOT / "tests")]      # tools.images, and the tests' helpers
 from test_widgets import (  # noqa: E402
     NOTEBOOKS,
     ROOT,
@@ -185,12 +188,19 @@ def grade_class_row(students: int = 40) -> tuple[float, int, int]:
     from test_classroom_grader import KEYS, hand_in, solution, wrong
     from test_exercises_unseen import CHECKERS
 
-    from normlib.classroom import grade, grade_class
-
-    # The wrong answers import test_exercises_unseen (and with it pytest, 0.5 s): imported once in
-    # the grader's server here, as a real class's answers import nothing of the tests.
-    grade.PRELOAD.append("test_exercises_unseen")
-
+    # The grader runs in a fresh process started with -c, as `python -m normlib.classroom grade`
+    # runs: multiprocessing imports the parent's __main__ again in every child, and this file's
+    # imports (nbclient, the widget tests) would then be timed once per answer. The wrong answers
+    # import test_exercises_unseen (and with it pytest, 0.5 s): imported once in the grader's
+    # server, as a real class's answers import nothing of the tests.
+    script = ("import json, pathlib, sys, time\n"
+              f"sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests')!r}]\n"
+              "from normlib.classroom import grade, grade_class\n"
+              "grade.PRELOAD.append('test_exercises_unseen')\n"
+              "start = time.perf_counter()\n"
+              "rows = grade_class(pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), progress=False)\n"
+              "print(json.dumps([time.perf_counter() - start, len(rows), "
+              "sum(r['passed'] for r in rows)]))\n")
     with tempfile.TemporaryDirectory() as tmp:
         root = pathlib.Path(tmp) / "submissions"
         answers = {key: (solution(key), wrong(key) if key in CHECKERS else solution(key))
@@ -198,10 +208,10 @@ def grade_class_row(students: int = 40) -> tuple[float, int, int]:
         for s in range(students):
             for i, key in enumerate(KEYS):
                 hand_in(root, f"student-{s:02d}", key, answers[key][(s + i) % 3 == 0])
-        start = time.perf_counter()
-        rows = grade_class(root, pathlib.Path(tmp) / "out", progress=False)
-        seconds = time.perf_counter() - start
-    return seconds, len(rows), sum(r["passed"] for r in rows)
+        out = subprocess.run([sys.executable, "-c", script, str(root), str(pathlib.Path(tmp) / "out")],
+                             capture_output=True, text=True, check=True).stdout
+    seconds, n, passed = json.loads(out.strip().splitlines()[-1])
+    return seconds, n, passed
 
 
 def print_grade_class(students: int) -> None:
