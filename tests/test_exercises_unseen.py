@@ -588,10 +588,12 @@ class Llama(nn.Module):
         k = a.k_proj(h).view(B, T, self.nkv, self.hd).transpose(1, 2)
         v = a.v_proj(h).view(B, T, self.nkv, self.hd).transpose(1, 2)
         q, k = self.rope(q, k)
-        k = k.repeat_interleave(self.nh // self.nkv, 1)
-        v = v.repeat_interleave(self.nh // self.nkv, 1)
+        k, v = self.repeat_kv(k), self.repeat_kv(v)
         s = q @ k.transpose(2, 3) * self.scale() + self.mask(T).to(q.dtype)
         return a.o_proj((s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C))
+
+    def repeat_kv(self, t):          # (B, n_kv, T, D) -> (B, H, T, D), head h reads h // group
+        return t.repeat_interleave(self.nh // self.nkv, 1)
 
     def scale(self):
         return 1 / math.sqrt(self.hd)
@@ -1003,17 +1005,8 @@ class LlamaSharedNorm(Llama):
 
 
 class LlamaTiledKv(Llama):
-    def attention(self, h):
-        B, T, C = h.shape
-        a = self.attn
-        q = a.q_proj(h).view(B, T, self.nh, self.hd).transpose(1, 2)
-        k = a.k_proj(h).view(B, T, self.nkv, self.hd).transpose(1, 2)
-        v = a.v_proj(h).view(B, T, self.nkv, self.hd).transpose(1, 2)
-        q, k = self.rope(q, k)
-        g = self.nh // self.nkv
-        k, v = k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)          # head h reads h % n_kv_heads
-        s = q @ k.transpose(2, 3) * self.scale() + self.mask(T).to(q.dtype)
-        return a.o_proj((s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C))
+    def repeat_kv(self, t):          # head h reads h % n_kv_heads
+        return t.repeat(1, self.nh // self.nkv, 1, 1)
 
 
 def lnb_rstd_twice(dy, x, weight, eps=1e-5):
