@@ -1,79 +1,101 @@
-"""Checks as data: a table of cases and one runner, for the checkers of a function of (x, params,
-eps) against a reference (LayerNorm, RMSNorm).
+"""Checks as data: a table of cases and one runner, for every checker of a function.
 
-A ``Case`` says what input to build (shape, seed, dtype, scale, offset, rows set to a constant),
-which eps to pass (or none: the default) and how loose the tolerance is; ``run_cases`` runs each
-case as one check line: the learner's output against the reference, and, on a mismatch, against
-every mutant of the exercise's table (see ``Session.expect_close``).
+A ``Case`` is one check line: its label note, how to build its inputs (seeded), the keyword
+arguments of the exercise (those in ``defaults`` are not passed: the learner's defaults must be
+right) and a tolerance factor. ``run_cases`` runs each case: the learner's output
+(``s.call(fn, *inputs, **passed)``) against ``reference(*inputs, *kwargs.values())`` and, on a
+mismatch, against every mutant of the exercise's table ([(key, f)], each called like the
+reference; see ``Session.expect_close``). A checker whose comparison the table cannot say (RoPE's
+two layouts, the schedule's steps, a decode through a cache) passes a ``call`` or ``judge`` hook.
+``run_backward`` is the same for the gradients, ``run_modules`` for a class: build the learner's
+module, copy the reference's weights in, compare the outputs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 
-from ._compare import label, randn, tolerance
+from ._compare import bind, label, randn, tolerance
 
-__all__ = ["Case", "run_cases", "run_backward"]
+__all__ = ["Case", "DoesNotApply", "run_cases", "run_backward", "expect", "norm_inputs"]
+
+
+class DoesNotApply(Exception):
+    """Raised by a mutant that means nothing for this input: the session skips it."""
 
 
 @dataclass(frozen=True)
 class Case:
-    """One forward check: x of ``shape`` (seeded), parameters of size shape[-1]."""
+    """One check: ``inputs()`` builds the positional arguments (seeded, fresh on every call);
+    ``kwargs`` are the keyword arguments, of which ``defaults`` are left to the learner's
+    defaults. The label is 'dtype shape, note' of the first input (a tensor), else the note."""
 
-    shape: tuple[int, ...]
-    seed: int
-    dtype: torch.dtype = torch.float32
-    note: str = ""
-    eps: float | None = None            # None: pass the exercise's default explicitly
-    pass_eps: bool = True               # False: call fn without eps (its default must be right)
-    scale: float | None = None          # None: the checker's default scale and offset of x
-    offset: float | None = None
+    note: str
+    inputs: Callable[[], tuple]
+    kwargs: dict = field(default_factory=dict)
+    defaults: tuple[str, ...] = ()
     tol_factor: float = 1.0
-    rows: dict[int, float] = field(default_factory=dict)    # row index -> a constant row
+
+    def label(self, args: tuple) -> str:
+        x = args[0] if args else None
+        return label(x.dtype, x.shape, self.note) if isinstance(x, torch.Tensor) else self.note
+
+    def passed(self) -> dict:
+        return {k: v for k, v in self.kwargs.items() if k not in self.defaults}
 
 
-def inputs(case: Case, n_params: int, *, scale: float, offset: float) -> tuple[torch.Tensor, ...]:
-    """x, then ``n_params`` parameter vectors: weight ~ 1 + 0.3 N(0, 1), then N(0, 1) (bias)."""
-    x = randn(*case.shape, seed=case.seed, dtype=case.dtype,
-              scale=scale if case.scale is None else case.scale,
-              offset=offset if case.offset is None else case.offset)
-    for row, value in case.rows.items():
-        x[row] = value
-    C = case.shape[-1]
-    params = [randn(C, seed=case.seed + 1, dtype=case.dtype, scale=0.3, offset=1.0),
-              randn(C, seed=case.seed + 2, dtype=case.dtype)][:n_params]
-    return (x, *params)
+def expect(s, got, args: tuple, *, reference, mutants, tol_factor: float = 1.0,
+           what: str = "output") -> None:
+    """``got`` against ``reference(*args)`` (tolerance of its dtype and magnitude), naming the
+    mutant of the table it matches."""
+    want = reference(*args)
+    s.expect_close(got, want, what=what, mutants=bind(mutants, *args),
+                   tol=tolerance(want.dtype, float(want.abs().max()), tol_factor))
 
 
-def run_cases(s, fn, cases, *, reference, mutants, n_params: int, eps: float, scale: float,
-              offset: float) -> None:
-    """Run each case as one check: ``fn(x, *params, eps=...)`` against ``reference(x, *params,
-    eps)``, naming the mutant ((key, f(x, *params, eps)) pairs) the output matches."""
+def run_cases(s, fn, cases, *, reference=None, mutants=(), call=None, judge=None) -> None:
+    """Run each case as one check line. ``call(fn, *inputs, **passed)`` calls the learner
+    (default ``s.call``); ``judge(got, args, case)`` compares, args being the inputs then the
+    kwargs' values (default: ``expect`` against ``reference`` with ``mutants``); a string it
+    returns is added to the ✓ line."""
     for case in cases:
-        args = inputs(case, n_params, scale=scale, offset=offset)
-        e = eps if case.eps is None else case.eps
-
-        def check(args=args, e=e, case=case):
-            x = args[0]
-            got = s.call(fn, *args, eps=e) if case.pass_eps else s.call(fn, *args)
-            want = reference(*args, e)
-            s.expect_close(got, want, tol=tolerance(x.dtype, float(want.abs().max()),
-                                                    case.tol_factor),
-                           mutants=[(k, (lambda f=f: f(*args, e))) for k, f in mutants])
-
-        x = args[0]
-        s.run(label(x.dtype, x.shape, case.note) + ("" if case.pass_eps else ", default eps"),
-              check)
+        args = case.inputs()
+        s.run(case.label(args), lambda case=case, args=args: _check(
+            s, fn, case, args, reference, mutants, call or s.call, judge))
 
 
-def run_backward(s, fn, case: Case, names: tuple[str, ...], *, reference, mutants, eps: float,
-                 scale: float, offset: float) -> None:
-    """The gradients of sum(out * g) w.r.t. x and the parameters (``names``), against the
+def _check(s, fn, case: Case, args: tuple, reference, mutants, call, judge):
+    got = call(fn, *args, **case.passed())
+    full = (*args, *case.kwargs.values())
+    if judge is not None:
+        return judge(got, full, case)
+    return expect(s, got, full, reference=reference, mutants=mutants, tol_factor=case.tol_factor)
+
+
+def run_backward(s, fn, case: Case, names: tuple[str, ...], *, reference, mutants) -> None:
+    """The gradients of sum(out * g) w.r.t. the inputs (named ``names``), against the
     reference's, naming the mutant they match."""
-    args = inputs(case, len(names) - 1, scale=scale, offset=offset)
-    s.run(label(args[0].dtype, args[0].shape, case.note), lambda: s.expect_grads(
-        lambda *a: fn(*a, eps=eps), lambda *a: reference(*a, eps), dict(zip(names, args,
-                                                                            strict=True)),
-        mutants=[(k, (lambda *a, f=f: f(*a, eps))) for k, f in mutants]))
+    args, rest, passed = case.inputs(), tuple(case.kwargs.values()), case.passed()
+    s.run(case.label(args), lambda: s.expect_grads(
+        lambda *a: fn(*a, **passed), lambda *a: reference(*a, *rest),
+        dict(zip(names, args, strict=True)),
+        mutants=[(k, (lambda *a, f=f: f(*a, *rest))) for k, f in mutants]))
+
+
+def norm_inputs(shape: tuple[int, ...], seed: int, dtype=torch.float32, *, n_params: int,
+                scale: float, offset: float, rows: dict[int, float] | None = None):
+    """The inputs of a norm: x ~ offset + scale N(0, 1) of ``shape`` (``rows``: row index -> a
+    constant row), then ``n_params`` vectors of size shape[-1]: weight ~ 1 + 0.3 N(0, 1), bias
+    ~ N(0, 1)."""
+    def build():
+        x = randn(*shape, seed=seed, dtype=dtype, scale=scale, offset=offset)
+        for row, value in (rows or {}).items():
+            x[row] = value
+        C = shape[-1]
+        params = [randn(C, seed=seed + 1, dtype=dtype, scale=0.3, offset=1.0),
+                  randn(C, seed=seed + 2, dtype=dtype)][:n_params]
+        return (x, *params)
+    return build

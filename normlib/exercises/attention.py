@@ -13,12 +13,13 @@ import torch
 
 import normlib as nl
 
-from ._compare import label, randn, tolerance
+from ._cases import Case, DoesNotApply, run_backward, run_cases
+from ._compare import randn
 from ._probes import fmt, near, output
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["check_attention", "ATTENTION_MISTAKES"]
+__all__ = ["check_attention", "ATTENTION_MISTAKES", "ATTENTION_MUTANTS"]
 
 ATTENTION_MISTAKES = {
     "no_scaling": ("missing 1/sqrt(d)", "the scores are not scaled: divide q k^T by sqrt(D), the "
@@ -77,25 +78,64 @@ def _attn(q, k, v, causal=True, scale=None, diagonal=0, mode="fill", dim=-1, nai
     return w if weights_only else w @ v
 
 
-def _mutants(q, k, v, causal):
-    T, D = q.shape[-2], q.shape[-1]
-    out = [("no_scaling", lambda: _attn(q, k, v, causal, scale=1.0)),
-           ("scaled_by_d", lambda: _attn(q, k, v, causal, scale=1 / D)),
-           ("scaled_by_sqrt_t", lambda: _attn(q, k, v, causal, scale=1 / math.sqrt(T))),
-           ("softmax_wrong_dim", lambda: _attn(q, k, v, causal, dim=-2)),
-           ("softmax_wrong_dim", lambda: _attn(q, k, v, causal, dim=1)),
-           ("naive_softmax", lambda: _attn(q, k, v, causal, naive=True)),
-           ("returns_weights", lambda: _attn(q, k, v, causal, weights_only=True))]
-    if causal:
-        out += [("mask_excludes_diagonal", lambda: _attn(q, k, v, diagonal=-1)),
-                ("mask_leaks_future", lambda: _attn(q, k, v, diagonal=1)),
-                ("mask_inverted", lambda: _attn(q, k, v, mode="inverted")),
-                ("mask_after_softmax", lambda: _attn(q, k, v, mode="after")),
-                ("mask_with_zero", lambda: _attn(q, k, v, mode="zero")),
-                ("causal_ignored", lambda: _attn(q, k, v, causal=False))]
-    else:
-        out += [("causal_ignored", lambda: _attn(q, k, v, causal=True))]
-    return out
+def _causal_only(f):
+    """A mistake in the mask: it means nothing with causal=False."""
+    def g(q, k, v, causal):
+        if not causal:
+            raise DoesNotApply
+        return f(q, k, v)
+    return g
+
+
+def _upcast(f):
+    """The mutant in the input's precision (float32 for half types), so that an exp that
+    overflows for the learner overflows for the mutant too."""
+    def g(q, k, v, causal):
+        return f(*(t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
+                   for t in (q, k, v)), causal)
+    return g
+
+
+ATTENTION_MUTANTS = [(key, _upcast(f)) for key, f in [
+    ("no_scaling", lambda q, k, v, c: _attn(q, k, v, c, scale=1.0)),
+    ("scaled_by_d", lambda q, k, v, c: _attn(q, k, v, c, scale=1 / q.shape[-1])),
+    ("scaled_by_sqrt_t", lambda q, k, v, c: _attn(q, k, v, c, scale=1 / math.sqrt(q.shape[-2]))),
+    ("softmax_wrong_dim", lambda q, k, v, c: _attn(q, k, v, c, dim=-2)),
+    ("softmax_wrong_dim", lambda q, k, v, c: _attn(q, k, v, c, dim=1)),
+    ("naive_softmax", lambda q, k, v, c: _attn(q, k, v, c, naive=True)),
+    ("returns_weights", lambda q, k, v, c: _attn(q, k, v, c, weights_only=True)),
+    ("mask_excludes_diagonal", _causal_only(lambda q, k, v: _attn(q, k, v, diagonal=-1))),
+    ("mask_leaks_future", _causal_only(lambda q, k, v: _attn(q, k, v, diagonal=1))),
+    ("mask_inverted", _causal_only(lambda q, k, v: _attn(q, k, v, mode="inverted"))),
+    ("mask_after_softmax", _causal_only(lambda q, k, v: _attn(q, k, v, mode="after"))),
+    ("mask_with_zero", _causal_only(lambda q, k, v: _attn(q, k, v, mode="zero"))),
+    ("causal_ignored", lambda q, k, v, c: _attn(q, k, v, causal=not c)),
+]]
+
+
+def _qkv(shape, seed, dtype=torch.float32, scale=1.0):
+    """q and k ~ scale N(0, 1), v ~ N(0, 1), each (B, H, T, D)."""
+    return lambda: tuple(randn(*shape, seed=seed + i, dtype=dtype, scale=scale if i < 2 else 1.0)
+                         for i in range(3))
+
+
+def _reference(q, k, v, causal):
+    return nl.attention(q, k, v, causal=causal)
+
+
+CASES = [
+    Case("causal=True (default)", _qkv((2, 2, 5, 8), 10), {"causal": True}, ("causal",), 2),
+    Case("causal=False", _qkv((2, 2, 5, 8), 20), {"causal": False}, tol_factor=2),
+    Case("causal=True, odd sizes", _qkv((1, 3, 7, 6), 30, torch.float64), {"causal": True},
+         tol_factor=2),
+    Case("causal=True, a batch of 2, T = 1", _qkv((2, 1, 1, 4), 40), {"causal": True},
+         tol_factor=2),
+    Case("causal=True, large scores", _qkv((1, 2, 6, 8), 50, scale=12.0), {"causal": True},
+         tol_factor=2),
+    Case("causal=True", _qkv((1, 2, 5, 8), 60, torch.bfloat16), {"causal": True}, tol_factor=2),
+]
+BACKWARD = Case("backward through q, k, v", lambda: tuple(
+    randn(1, 2, 4, 6, seed=70 + i, dtype=torch.float64) for i in range(3)), {"causal": True})
 
 
 _FORBIDDEN = {"scaled_dot_product_attention": "F.scaled_dot_product_attention",
@@ -115,34 +155,9 @@ def check_attention(fn, *, time_limit: float = 3.0) -> CheckResult:
     if not s.require_callable(fn):
         return s.result()
 
-    def case(shape, seed, causal=True, dtype=torch.float32, scale=1.0, note="", pass_causal=True):
-        q, k, v = (randn(*shape, seed=seed + i, dtype=dtype, scale=scale if i < 2 else 1.0)
-                   for i in range(3))
-
-        def check():
-            got = s.call(fn, q, k, v, causal=causal) if pass_causal else s.call(fn, q, k, v)
-            want = nl.attention(q, k, v, causal=causal)
-            # mutants in the input's precision (float32 for half types), so that an exp that
-            # overflows for the learner overflows for the mutant too
-            qm, km, vm = (t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
-                          for t in (q, k, v))
-            s.expect_close(got, want, tol=tolerance(dtype, float(want.abs().max()), 2),
-                           mutants=_mutants(qm, km, vm, causal))
-        text = label(dtype, shape, ", ".join(filter(None, [f"causal={causal}", note])))
-        s.run(text + ("" if pass_causal else " (default)"), check)
-
-    case((2, 2, 5, 8), 10, pass_causal=False)
-    case((2, 2, 5, 8), 20, causal=False)
-    case((1, 3, 7, 6), 30, dtype=torch.float64, note="odd sizes")
-    case((2, 1, 1, 4), 40, note="a batch of 2, T = 1")
-    case((1, 2, 6, 8), 50, scale=12.0, note="large scores")
-    case((1, 2, 5, 8), 60, dtype=torch.bfloat16)
-    q, k, v = (randn(1, 2, 4, 6, seed=70 + i, dtype=torch.float64) for i in range(3))
-    s.run(label(q.dtype, q.shape, "backward through q, k, v"), lambda: s.expect_grads(
-        lambda q, k, v: fn(q, k, v, causal=True), lambda q, k, v: nl.attention(q, k, v),
-        {"q": q, "k": k, "v": v},
-        mutants=[(key, (lambda q, k, v, i=i: _mutants(q, k, v, True)[i][1]()))
-                 for i, (key, _) in enumerate(_mutants(q, k, v, True))]))
+    run_cases(s, fn, CASES, reference=_reference, mutants=ATTENTION_MUTANTS)
+    run_backward(s, fn, BACKWARD, ("q", "k", "v"), reference=_reference,
+                 mutants=ATTENTION_MUTANTS)
     s.probe(*_probes(s, fn))
     return s.result()
 

@@ -12,7 +12,8 @@ import torch
 
 import normlib as nl
 
-from ._compare import bind, label, randn, tolerance
+from ._cases import Case, run_backward, run_cases
+from ._compare import randn
 from ._probes import fmt, near, output
 from ._session import Session
 from .result import CheckResult
@@ -73,6 +74,21 @@ GELU_MUTANTS = [
 ]
 
 
+def _reference(x):
+    return nl.gelu(x, approximate="tanh")
+
+
+CASES = [
+    Case("x from -6 to 6", lambda: (torch.linspace(-6, 6, 121),)),
+    Case("odd size", lambda: (randn(3, 7, seed=10, dtype=torch.float64, scale=3.0),)),
+    Case("large magnitudes", lambda: (torch.tensor(
+        [-1e4, -100.0, -30.0, -10.0, 10.0, 30.0, 100.0, 1e4]),)),
+    Case("", lambda: (randn(2, 4, 8, seed=20, dtype=torch.float16, scale=3.0),), tol_factor=2),
+    Case("", lambda: (randn(2, 4, 8, seed=30, dtype=torch.bfloat16, scale=3.0),), tol_factor=2),
+]
+BACKWARD = Case("backward", lambda: (randn(3, 5, seed=40, dtype=torch.float64, scale=2.0),))
+
+
 def check_gelu_tanh(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(x)``, GELU's tanh approximation, against nl.gelu(x, approximate="tanh")."""
     s = Session("GELU (tanh)", GELU_MISTAKES, exercise="gelu_tanh", time_limit=time_limit,
@@ -80,23 +96,8 @@ def check_gelu_tanh(fn, *, time_limit: float = 3.0) -> CheckResult:
     if not s.require_callable(fn):
         return s.result()
 
-    def forward(x, note="", factor=1.0):
-        def check():
-            got = s.call(fn, x)
-            want = nl.gelu(x, approximate="tanh")
-            s.expect_close(got, want, tol=tolerance(x.dtype, float(want.abs().max()), factor),
-                           mutants=bind(GELU_MUTANTS, x))
-        s.run(label(x.dtype, x.shape, note), check)
-
-    forward(torch.linspace(-6, 6, 121), "x from -6 to 6")
-    forward(randn(3, 7, seed=10, dtype=torch.float64, scale=3.0), "odd size")
-    forward(torch.tensor([-1e4, -100.0, -30.0, -10.0, 10.0, 30.0, 100.0, 1e4]),
-            "large magnitudes")
-    forward(randn(2, 4, 8, seed=20, dtype=torch.float16, scale=3.0), factor=2)
-    forward(randn(2, 4, 8, seed=30, dtype=torch.bfloat16, scale=3.0), factor=2)
-    x = randn(3, 5, seed=40, dtype=torch.float64, scale=2.0)
-    s.run(label(x.dtype, x.shape, "backward"), lambda: s.expect_grads(
-        fn, lambda x: nl.gelu(x, approximate="tanh"), {"x": x}, mutants=GELU_MUTANTS))
+    run_cases(s, fn, CASES, reference=_reference, mutants=GELU_MUTANTS)
+    run_backward(s, fn, BACKWARD, ("x",), reference=_reference, mutants=GELU_MUTANTS)
     s.probe(*_probes(s, fn))
     return s.result()
 

@@ -12,7 +12,7 @@ import torch
 
 import normlib as nl
 
-from ._cases import Case, run_backward, run_cases
+from ._cases import Case, norm_inputs, run_backward, run_cases
 from ._compare import BROADCAST_ERROR
 from ._probes import norm_probes, output
 from ._session import Session
@@ -118,24 +118,30 @@ def _reference(x, w, b, eps):
     return nl.layer_norm(x, x.shape[-1], w, b, eps)
 
 
-# x ~ 0.5 + 2 N(0, 1) unless a case says otherwise; eps 1e-5 unless a case says otherwise
+def _x(shape, seed, dtype=torch.float32, scale=2.0, offset=0.5, rows=None):
+    """x ~ 0.5 + 2 N(0, 1) unless a case says otherwise, weight and bias."""
+    return norm_inputs(shape, seed, dtype, n_params=2, scale=scale, offset=offset, rows=rows)
+
+
+_EPS = {"eps": 1e-5}
 CASES = [
-    Case((2, 5, 8), 10, pass_eps=False),
-    Case((3, 7), 20, torch.float64, "odd size"),
-    Case((4, 4), 30, note="square"),
-    Case((2, 3, 6), 40, torch.float64, "a batch of 2"),
-    Case((3, 6), 50, torch.float64, "constant rows", rows={0: 3.0, 2: -1.0}),
-    Case((3, 16), 60, torch.float64, "rows with std 1e-3", scale=1e-3, offset=0.2),
-    Case((3, 8), 70, torch.float64, "eps=0.1", eps=0.1, scale=0.3),
-    Case((2, 64), 80, note="mean 3000, std 1", scale=1.0, offset=3000.0, tol_factor=100),
-    Case((2, 16), 90, note="large magnitudes", scale=1e4, offset=0.0),
+    Case("default eps", _x((2, 5, 8), 10), _EPS, defaults=("eps",)),
+    Case("odd size", _x((3, 7), 20, torch.float64), _EPS),
+    Case("square", _x((4, 4), 30), _EPS),
+    Case("a batch of 2", _x((2, 3, 6), 40, torch.float64), _EPS),
+    Case("constant rows", _x((3, 6), 50, torch.float64, rows={0: 3.0, 2: -1.0}), _EPS),
+    Case("rows with std 1e-3", _x((3, 16), 60, torch.float64, scale=1e-3, offset=0.2), _EPS),
+    Case("eps=0.1", _x((3, 8), 70, torch.float64, scale=0.3), {"eps": 0.1}),
+    Case("mean 3000, std 1", _x((2, 64), 80, scale=1.0, offset=3000.0), _EPS, tol_factor=100),
+    Case("large magnitudes", _x((2, 16), 90, scale=1e4, offset=0.0), _EPS),
     # half precision: a correct LayerNorm computed in the input's dtype errs by <= 0.7% of the
     # output's scale (bfloat16, measured), x.std(-1) + eps by >= 3.7%: the tolerances sit between
-    Case((2, 5, 8), 100, torch.float16, tol_factor=4),
-    Case((2, 5, 8), 110, torch.bfloat16),
-    Case((2, 8), 115, torch.float16, "|x - mean| above 256", scale=400.0, offset=100.0,
+    Case("", _x((2, 5, 8), 100, torch.float16), _EPS, tol_factor=4),
+    Case("", _x((2, 5, 8), 110, torch.bfloat16), _EPS),
+    Case("|x - mean| above 256", _x((2, 8), 115, torch.float16, scale=400.0, offset=100.0), _EPS,
          tol_factor=4),
 ]
+BACKWARD = Case("backward (x, weight, bias)", _x((3, 6), 120, torch.float64), _EPS)
 
 
 def check_layer_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
@@ -147,11 +153,9 @@ def check_layer_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
     if not s.require_callable(fn):
         return s.result()
 
-    run_cases(s, fn, CASES, reference=_reference, mutants=LAYER_NORM_MUTANTS, n_params=2,
-              eps=1e-5, scale=2.0, offset=0.5)
-    run_backward(s, fn, Case((3, 6), 120, torch.float64, "backward (x, weight, bias)"),
-                 ("x", "weight", "bias"), reference=_reference, mutants=LAYER_NORM_MUTANTS,
-                 eps=1e-5, scale=2.0, offset=0.5)
+    run_cases(s, fn, CASES, reference=_reference, mutants=LAYER_NORM_MUTANTS)
+    run_backward(s, fn, BACKWARD, ("x", "weight", "bias"), reference=_reference,
+                 mutants=LAYER_NORM_MUTANTS)
     s.probe(*norm_probes(s, lambda x, w, b, eps: output(s, fn, x, w, b, eps=eps, like=x),
                          centred=True))
     return s.result()

@@ -18,12 +18,13 @@ import torch.nn.functional as F
 
 import normlib as nl
 
-from ._compare import label, randn, tolerance
+from ._cases import Case, run_cases
+from ._compare import randn
 from ._probes import fmt, near
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["check_online_softmax_attention", "ONLINE_SOFTMAX_MISTAKES"]
+__all__ = ["check_online_softmax_attention", "ONLINE_SOFTMAX_MISTAKES", "ONLINE_SOFTMAX_MUTANTS"]
 
 _RESCALE = "when a block raises the running max from m to m', multiply BOTH the denominator l " \
     "and the accumulator o by exp(m - m') before adding the block's terms"
@@ -97,11 +98,39 @@ _MODES = [("no_rescale", "no_rescale"), ("acc_not_rescaled", "acc_not_rescaled")
           ("normalized_per_tile", "per_tile_mean"), ("no_final_division", "no_final_division")]
 
 
-def _mutants(q, k, v, block):
-    D = q.shape[-1]
-    return [(key, (lambda mode=mode: _online(q, k, v, block, mode))) for key, mode in _MODES] + \
-        [("no_scaling", lambda: _online(q, k, v, block, scale=1.0)),
-         ("scale", lambda: _online(q, k, v, block, scale=1 / D))]
+def _in_double(f):
+    """The mutant computed in float64, then cast to the input's dtype."""
+    return lambda q, k, v, block: f(q.double(), k.double(), v.double(), block).to(q.dtype)
+
+
+ONLINE_SOFTMAX_MUTANTS = [(key, _in_double(f)) for key, f in [
+    *[(key, (lambda q, k, v, b, mode=mode: _online(q, k, v, b, mode))) for key, mode in _MODES],
+    ("no_scaling", lambda q, k, v, b: _online(q, k, v, b, scale=1.0)),
+    ("scale", lambda q, k, v, b: _online(q, k, v, b, scale=1 / q.shape[-1])),
+]]
+
+
+def _reference(q, k, v, block_size):
+    return F.scaled_dot_product_attention(q, k, v)
+
+
+def _case(T, S, block, seed, dtype=torch.float32, scale=2.0, note=""):
+    """q (2, 2, T, 8) and k (2, 2, S, 8) ~ scale N(0, 1), v ~ N(0, 1), over blocks of ``block``."""
+    return Case(f"S = {S} keys, block_size = {block}" + (f", {note}" if note else ""),
+                lambda: tuple(randn(2, 2, n, 8, seed=seed + i, dtype=dtype,
+                                    scale=scale if i < 2 else 1.0)
+                              for i, n in enumerate((T, S, S))),
+                {"block_size": block}, tol_factor=2)
+
+
+CASES = [
+    _case(5, 8, 2, 10),
+    _case(4, 7, 3, 20, note="the last block smaller"),
+    _case(3, 6, 1, 30, note="one key per block"),
+    _case(6, 5, 8, 40, note="one block holds every key"),
+    _case(5, 9, 4, 50, dtype=torch.float64),
+    _case(4, 8, 2, 60, scale=12.0, note="large scores"),
+]
 
 
 _FORBIDDEN = {"scaled_dot_product_attention": "F.scaled_dot_product_attention",
@@ -119,26 +148,7 @@ def check_online_softmax_attention(fn, *, time_limit: float = 3.0) -> CheckResul
     if not s.require_callable(fn):
         return s.result()
 
-    def case(T, S, block, seed, dtype=torch.float32, scale=2.0, note=""):
-        q, k, v = (randn(2, 2, n, 8, seed=seed + i, dtype=dtype, scale=scale if i < 2 else 1.0)
-                   for i, n in enumerate((T, S, S)))
-
-        def check():
-            got = s.call(fn, q, k, v, block_size=block)
-            want = F.scaled_dot_product_attention(q, k, v)
-            qm, km, vm = (t.double() for t in (q, k, v))
-            s.expect_close(got, want, tol=tolerance(dtype, float(want.abs().max()), 2),
-                           mutants=[(key, (lambda f=f: f().to(dtype)))
-                                    for key, f in _mutants(qm, km, vm, block)])
-        s.run(label(dtype, (2, 2, T, 8), f"S = {S} keys, block_size = {block}"
-                    + (f", {note}" if note else "")), check)
-
-    case(5, 8, 2, 10)
-    case(4, 7, 3, 20, note="the last block smaller")
-    case(3, 6, 1, 30, note="one key per block")
-    case(6, 5, 8, 40, note="one block holds every key")
-    case(5, 9, 4, 50, dtype=torch.float64)
-    case(4, 8, 2, 60, scale=12.0, note="large scores")
+    run_cases(s, fn, CASES, reference=_reference, mutants=ONLINE_SOFTMAX_MUTANTS)
     s.probe(*_probes(s, fn))
     return s.result()
 

@@ -11,7 +11,7 @@ import torch
 
 import normlib as nl
 
-from ._cases import Case, run_backward, run_cases
+from ._cases import Case, norm_inputs, run_backward, run_cases
 from ._compare import BROADCAST_ERROR
 from ._probes import norm_probes, output
 from ._session import Session
@@ -80,19 +80,26 @@ def _reference(x, w, eps):
     return nl.rms_norm(x, x.shape[-1], w, eps)
 
 
-# x ~ 1 + N(0, 1) unless a case says otherwise; eps 1e-6 unless a case says otherwise
+def _x(shape, seed, dtype=torch.float32, scale=1.0, offset=1.0, rows=None):
+    """x ~ 1 + N(0, 1) unless a case says otherwise, and a weight."""
+    return norm_inputs(shape, seed, dtype, n_params=1, scale=scale, offset=offset, rows=rows)
+
+
+_EPS = {"eps": 1e-6}
 CASES = [
-    Case((2, 5, 8), 10, pass_eps=False),
-    Case((3, 7), 20, torch.float64, "odd size"),
-    Case((4, 4), 30, note="square"),
-    Case((2, 3, 6), 40, torch.float64, "a batch of 2"),
-    Case((3, 6), 50, torch.float64, "an all-zero row", rows={1: 0.0}),
-    Case((3, 16), 60, torch.float64, "rms 1e-3", scale=1e-3, offset=0.0),
-    Case((3, 8), 70, torch.float64, "eps=0.1", eps=0.1, scale=0.3),
-    Case((2, 5, 8), 80, torch.float16, tol_factor=2),
-    Case((2, 5, 8), 90, torch.float16, "|x| up to 1000", scale=150.0, offset=400.0, tol_factor=2),
-    Case((2, 5, 8), 100, torch.bfloat16, tol_factor=2),
+    Case("default eps", _x((2, 5, 8), 10), _EPS, defaults=("eps",)),
+    Case("odd size", _x((3, 7), 20, torch.float64), _EPS),
+    Case("square", _x((4, 4), 30), _EPS),
+    Case("a batch of 2", _x((2, 3, 6), 40, torch.float64), _EPS),
+    Case("an all-zero row", _x((3, 6), 50, torch.float64, rows={1: 0.0}), _EPS),
+    Case("rms 1e-3", _x((3, 16), 60, torch.float64, scale=1e-3, offset=0.0), _EPS),
+    Case("eps=0.1", _x((3, 8), 70, torch.float64, scale=0.3), {"eps": 0.1}),
+    Case("", _x((2, 5, 8), 80, torch.float16), _EPS, tol_factor=2),
+    Case("|x| up to 1000", _x((2, 5, 8), 90, torch.float16, scale=150.0, offset=400.0), _EPS,
+         tol_factor=2),
+    Case("", _x((2, 5, 8), 100, torch.bfloat16), _EPS, tol_factor=2),
 ]
+BACKWARD = Case("backward (x, weight)", _x((3, 6), 110, torch.float64), _EPS)
 
 
 def check_rms_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
@@ -104,11 +111,9 @@ def check_rms_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
     if not s.require_callable(fn):
         return s.result()
 
-    run_cases(s, fn, CASES, reference=_reference, mutants=RMS_NORM_MUTANTS, n_params=1,
-              eps=1e-6, scale=1.0, offset=1.0)
-    run_backward(s, fn, Case((3, 6), 110, torch.float64, "backward (x, weight)"),
-                 ("x", "weight"), reference=_reference, mutants=RMS_NORM_MUTANTS, eps=1e-6,
-                 scale=1.0, offset=1.0)
+    run_cases(s, fn, CASES, reference=_reference, mutants=RMS_NORM_MUTANTS)
+    run_backward(s, fn, BACKWARD, ("x", "weight"), reference=_reference,
+                 mutants=RMS_NORM_MUTANTS)
     s.probe(*norm_probes(s, lambda x, w, b, eps: output(s, fn, x, w, eps=eps, like=x),
                          centred=False))
     return s.result()
