@@ -16,12 +16,13 @@ import torch
 
 import normlib as nl
 
-from ._compare import label, randn, tolerance
+from ._cases import Case, expect, run_cases
+from ._compare import randn
 from ._probes import fmt, near
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["check_layer_norm_backward", "LN_BACKWARD_MISTAKES"]
+__all__ = ["check_layer_norm_backward", "LN_BACKWARD_MISTAKES", "LN_BACKWARD_MUTANTS"]
 
 LN_BACKWARD_MISTAKES = {
     "missing_mean_term": ("missing the mean term", "dx misses the - mean(g) term (g = dy * weight): "
@@ -68,16 +69,18 @@ def _by_hand(dy, x, w, eps, *, a=1.0, b=1.0, use_weight=True, unbiased=False, wi
     return dx, dw, dy.sum(lead)
 
 
-def _mutants(dy, x, w, eps):
-    N = x.shape[-1]
-    return [
-        ("missing_mean_term", lambda: _by_hand(dy, x, w, eps, a=0.0)),
-        ("missing_xhat_term", lambda: _by_hand(dy, x, w, eps, b=0.0)),
-        ("wrong_n", lambda: _by_hand(dy, x, w, eps, a=N / (N - 1), b=N / (N - 1))),
-        ("weight_forgotten", lambda: _by_hand(dy, x, w, eps, use_weight=False)),
-        ("unbiased_variance", lambda: _by_hand(dy, x, w, eps, unbiased=True)),
-        ("dweight_with_x", lambda: _by_hand(dy, x, w, eps, with_x=True)),
-    ]
+def _n_ratio(x):
+    return x.shape[-1] / (x.shape[-1] - 1)
+
+
+LN_BACKWARD_MUTANTS = [
+    ("missing_mean_term", lambda dy, x, w, e: _by_hand(dy, x, w, e, a=0.0)),
+    ("missing_xhat_term", lambda dy, x, w, e: _by_hand(dy, x, w, e, b=0.0)),
+    ("wrong_n", lambda dy, x, w, e: _by_hand(dy, x, w, e, a=_n_ratio(x), b=_n_ratio(x))),
+    ("weight_forgotten", lambda dy, x, w, e: _by_hand(dy, x, w, e, use_weight=False)),
+    ("unbiased_variance", lambda dy, x, w, e: _by_hand(dy, x, w, e, unbiased=True)),
+    ("dweight_with_x", lambda dy, x, w, e: _by_hand(dy, x, w, e, with_x=True)),
+]
 
 
 def _reference(dy, x, w, eps):
@@ -94,6 +97,29 @@ _NO_AUTOGRAD = {torch.autograd.grad: "torch.autograd.grad", torch.Tensor.backwar
                 torch.func.vjp: "torch.func.vjp", torch.func.grad: "torch.func.grad"}
 
 
+def _inputs(*shape, seed, dtype=torch.float64, scale=2.0, constant_row=None):
+    """dy ~ N(0, 1), x ~ 0.5 + scale N(0, 1) (row ``constant_row`` set to 2), weight ~ 1 + 0.3
+    N(0, 1)."""
+    def build():
+        x = randn(*shape, seed=seed, dtype=dtype, scale=scale, offset=0.5)
+        if constant_row is not None:
+            x[constant_row] = 2.0
+        w = randn(shape[-1], seed=seed + 1, dtype=dtype, scale=0.3, offset=1.0)
+        return randn(*shape, seed=seed + 2, dtype=dtype), x, w
+    return build
+
+
+_EPS = {"eps": 1e-5}
+CASES = [
+    Case("default eps", _inputs(4, 8, seed=10), _EPS, defaults=("eps",), tol_factor=2),
+    Case("odd N, a batch of 2", _inputs(2, 3, 5, seed=20), _EPS, tol_factor=2),
+    Case("rows of std 0.05, eps=0.1", _inputs(3, 16, seed=30, scale=0.05), {"eps": 0.1},
+         tol_factor=2),
+    Case("a constant row", _inputs(3, 6, seed=40, constant_row=1), _EPS, tol_factor=2),
+    Case("", _inputs(2, 5, 8, seed=50, dtype=torch.float32), _EPS, tol_factor=2),
+]
+
+
 def check_layer_norm_backward(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(dy, x, weight, eps=1e-5) -> (dx, dweight, dbias)`` against autograd."""
     s = Session("LayerNorm backward", LN_BACKWARD_MISTAKES, exercise="layer_norm_backward",
@@ -104,8 +130,8 @@ def check_layer_norm_backward(fn, *, time_limit: float = 3.0) -> CheckResult:
     if not s.require_callable(fn):
         return s.result()
 
-    def grads(dy, x, w, eps, pass_eps=True):
-        out = s.call(fn, dy, x, w, eps=eps) if pass_eps else s.call(fn, dy, x, w)
+    def judge(out, args, case):
+        dy, x, w, eps = args
         if not isinstance(out, (tuple, list)) or len(out) != 3:
             raise Fail(f"returned {type(out).__name__}, expected a tuple (dx, dweight, dbias)",
                        "returned_none" if out is None else "not_a_triple")
@@ -115,32 +141,12 @@ def check_layer_norm_backward(fn, *, time_limit: float = 3.0) -> CheckResult:
             if isinstance(t, torch.Tensor) and t.shape == x.shape and shape == (N,) != x.shape:
                 raise Fail(f"{name} has shape {tuple(t.shape)}, expected ({N},): not summed over "
                            "the rows", "grads_not_summed")
-        return out
+        for i, name in enumerate(("dx", "dweight", "dbias")):
+            expect(s, out[i], args, reference=lambda *a, i=i: _reference(*a)[i],
+                   mutants=[(k, (lambda *a, f=f, i=i: f(*a)[i])) for k, f in LN_BACKWARD_MUTANTS],
+                   tol_factor=case.tol_factor, what=name)
 
-    def case(*shape, seed, dtype=torch.float64, eps=1e-5, scale=2.0, note="", pass_eps=True,
-             edit=None):
-        def check():
-            x = randn(*shape, seed=seed, dtype=dtype, scale=scale, offset=0.5)
-            if edit:
-                edit(x)
-            w = randn(shape[-1], seed=seed + 1, dtype=dtype, scale=0.3, offset=1.0)
-            dy = randn(*shape, seed=seed + 2, dtype=dtype)
-            got = grads(dy, x, w, eps, pass_eps)
-            want = _reference(dy, x, w, eps)
-            muts = _mutants(dy, x, w, eps)
-            for i, name in enumerate(("dx", "dweight", "dbias")):
-                w_i = want[i]
-                s.expect_close(got[i], w_i, what=name,
-                               tol=tolerance(dtype, float(w_i.abs().max()), 2.0),
-                               mutants=[(k, (lambda m=m, i=i: m()[i])) for k, m in muts])
-        text = label(dtype, shape, note)
-        s.run(text + ("" if pass_eps else ", default eps"), check)
-
-    case(4, 8, seed=10, pass_eps=False)
-    case(2, 3, 5, seed=20, note="odd N, a batch of 2")
-    case(3, 16, seed=30, eps=0.1, scale=0.05, note="rows of std 0.05, eps=0.1")
-    case(3, 6, seed=40, note="a constant row", edit=lambda x: x[1].fill_(2.0))
-    case(2, 5, 8, seed=50, dtype=torch.float32)
+    run_cases(s, fn, CASES, judge=judge)
     s.probe(*_probes(s, fn))
     return s.result()
 

@@ -18,12 +18,14 @@ import torch.nn.functional as F
 
 import normlib as nl
 
-from ._compare import label, randn, tolerance
+from ._cases import Case, expect, run_cases
+from ._compare import randn
 from ._probes import near
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["check_sliding_window_attention", "SLIDING_WINDOW_MISTAKES"]
+__all__ = ["check_sliding_window_attention", "SLIDING_WINDOW_MISTAKES",
+           "SLIDING_WINDOW_MUTANTS"]
 
 SLIDING_WINDOW_MISTAKES = {
     "window_too_wide": ("window off by one: W + 1 keys", "a query sees itself and W keys before "
@@ -96,6 +98,33 @@ _FORBIDDEN = {"scaled_dot_product_attention": "F.scaled_dot_product_attention",
               "sliding_window_mask": "nl.sliding_window_mask"}
 
 
+def _reference(q, k, v, window, chunks):
+    return _run(_swa, q, k, v, window, [q.shape[-2]])[0]
+
+
+SLIDING_WINDOW_MUTANTS = [(mode, (lambda q, k, v, window, chunks, mode=mode: _run(
+    lambda *a: _swa(*a, mode=mode), q.double(), k.double(), v.double(), window,
+    chunks)[0].to(q.dtype))) for mode in _MODES]
+
+
+def _case(T, window, chunks, seed, dtype=torch.float32, note=""):
+    """q, k, v (2, 2, T, 8) ~ N(0, 1), fed in chunks of the given sizes through one cache."""
+    how = "the full pass" if chunks == [T] else "chunks " + " + ".join(map(str, chunks))
+    return Case(f"W = {window}, {how}" + (f", {note}" if note else ""),
+                lambda: tuple(randn(2, 2, T, 8, seed=seed + i, dtype=dtype) for i in range(3)),
+                {"window": window, "chunks": chunks}, tol_factor=2)
+
+
+CASES = [
+    _case(9, 4, [9], 10),
+    _case(10, 3, [1] * 10, 20, note="decoding token by token"),
+    _case(9, 4, [5, 1, 1, 1, 1], 30, dtype=torch.float64, note="a prompt, then decoding"),
+    _case(8, 3, [4, 4], 40, note="two chunks"),
+    _case(5, 8, [2, 1, 1, 1], 50, note="the window longer than the text"),
+    _case(6, 1, [3, 1, 1, 1], 60, note="W = 1: itself only"),
+]
+
+
 def check_sliding_window_attention(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(q, k, v, window, cache)``: the full pass, decoding through the dict cache, and
     the size of the cache."""
@@ -106,37 +135,22 @@ def check_sliding_window_attention(fn, *, time_limit: float = 3.0) -> CheckResul
     if not s.require_callable(fn):
         return s.result()
 
-    def learner(q, k, v, window, cache):
-        return s.call(fn, q, k, v, window, cache)
+    def decode(fn, q, k, v, window, chunks):
+        return _run(lambda *a: s.call(fn, *a), q, k, v, window, chunks)
 
-    def case(T, window, chunks, seed, dtype=torch.float32, note=""):
-        q, k, v = (randn(2, 2, T, 8, seed=seed + i, dtype=dtype) for i in range(3))
+    def judge(got, args, case):
+        out, cache = got
+        if out is None:
+            raise Fail("returned None or a non-tensor for a chunk", "returned_none")
+        expect(s, out, args, reference=_reference, mutants=SLIDING_WINDOW_MUTANTS,
+               tol_factor=case.tol_factor)
+        T, window = args[0].shape[-2], args[3]
+        kept = cache.get("k") if isinstance(cache, dict) else None
+        if isinstance(kept, torch.Tensor) and kept.shape[-2] > window:
+            raise Fail(f"after {T} tokens cache['k'] holds {kept.shape[-2]} keys, more than "
+                       f"the window W = {window}", "cache_not_rolled")
 
-        def check():
-            got, cache = _run(learner, q, k, v, window, chunks)
-            if got is None:
-                raise Fail("returned None or a non-tensor for a chunk", "returned_none")
-            want, _ = _run(_swa, q, k, v, window, [T])
-            qm, km, vm = (t.double() for t in (q, k, v))
-            mutants = [(mode, (lambda mode=mode: _run(
-                lambda *a: _swa(*a, mode=mode), qm, km, vm, window, chunks)[0].to(dtype)))
-                for mode in _MODES]
-            s.expect_close(got, want, tol=tolerance(dtype, float(want.abs().max()), 2),
-                           mutants=mutants)
-            kept = cache.get("k") if isinstance(cache, dict) else None
-            if isinstance(kept, torch.Tensor) and kept.shape[-2] > window:
-                raise Fail(f"after {T} tokens cache['k'] holds {kept.shape[-2]} keys, more than "
-                           f"the window W = {window}", "cache_not_rolled")
-        how = "the full pass" if chunks == [T] else "chunks " + " + ".join(map(str, chunks))
-        s.run(label(dtype, (2, 2, T, 8), f"W = {window}, {how}" + (f", {note}" if note else "")),
-              check)
-
-    case(9, 4, [9], 10)
-    case(10, 3, [1] * 10, 20, note="decoding token by token")
-    case(9, 4, [5, 1, 1, 1, 1], 30, dtype=torch.float64, note="a prompt, then decoding")
-    case(8, 3, [4, 4], 40, note="two chunks")
-    case(5, 8, [2, 1, 1, 1], 50, note="the window longer than the text")
-    case(6, 1, [3, 1, 1, 1], 60, note="W = 1: itself only")
+    run_cases(s, fn, CASES, call=decode, judge=judge)
     s.probe(*_probes(s, fn))
     return s.result()
 
