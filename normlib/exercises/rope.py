@@ -12,12 +12,13 @@ import torch
 
 import normlib as nl
 
-from ._compare import close, label, randn, tolerance
+from ._cases import Case, DoesNotApply, run_backward, run_cases
+from ._compare import bind, close, randn, tolerance
 from ._probes import fmt, near, output
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["check_rope", "ROPE_MISTAKES", "LAYOUT_NAMES"]
+__all__ = ["check_rope", "ROPE_MISTAKES", "ROPE_MUTANTS", "LAYOUT_NAMES"]
 
 LAYOUT_NAMES = {"interleaved": "interleaved pairs (2i, 2i+1), as Meta's LLaMA",
                 "half": "split halves (i, i + D/2), as HF's rotate_half"}
@@ -99,29 +100,58 @@ def _crossed(x, A, halves_in: bool):
     return torch.stack((y0, y1), -1).flatten(-2) if halves_in else torch.cat((y0, y1), -1)
 
 
-def _mutants(x, base, layout):
-    """[(key, thunk)] of wrong rotations of x in ``layout`` (computed in float64)."""
-    T, D = x.shape[-2], x.shape[-1]
-    xd = x.double()
-    A = _angles(T, D, base)
+def _heads_as_positions(x, base, layout):
+    """Positions taken from dim -3 (heads): only for input with more than one head."""
+    if x.dim() < 3 or x.shape[-3] == 1:
+        raise DoesNotApply
+    AH = _angles(x.shape[-3], x.shape[-1], base)[:, None, :]              # (H, 1, D/2)
+    return _rotate(x.double(), layout, AH)
+
+
+def _mutant_table(layout):
+    """[(key, f(x, base))]: wrong rotations of x in ``layout``, computed in float64."""
     other_order = "cat" if layout == "interleaved" else "interleave"
-    muts = [
-        ("minus_theta", lambda: _rotate(xd, layout, -A)),
-        ("frequency_exponent", lambda: _rotate(xd, layout, _angles(T, D, base, exponent=1.0))),
-        ("positions_from_one", lambda: _rotate(xd, layout, _angles(
+
+    def rotated(angles, **options):
+        return lambda x, base: _rotate(x.double(), layout, angles(*x.shape[-2:], base), **options)
+
+    return [
+        ("minus_theta", rotated(lambda T, D, base: -_angles(T, D, base))),
+        ("frequency_exponent", rotated(lambda T, D, base: _angles(T, D, base, exponent=1.0))),
+        ("positions_from_one", rotated(lambda T, D, base: _angles(
             T, D, base, torch.arange(1, T + 1, dtype=torch.float64)))),
-        ("pairs_mixed", lambda: _rotate(xd, layout, A, feature_angles=other_order)),
-        ("pairs_mixed", lambda: _crossed(xd, A, halves_in=True)),
-        ("pairs_mixed", lambda: _crossed(xd, A, halves_in=False)),
-        ("half_rotated", lambda: _rotate(xd, layout, A, only_half=True)),
-        ("sin_cos_swapped", lambda: _rotate(xd, layout, torch.pi / 2 - A)),
-        ("base_ignored", lambda: _rotate(xd, layout, _angles(T, D, 10000.0))),
-        ("angles_low_precision", lambda: _rotate(xd, layout, _angles(T, D, base, dtype=x.dtype))),
+        ("pairs_mixed", rotated(_angles, feature_angles=other_order)),
+        ("pairs_mixed", lambda x, base: _crossed(x.double(), _angles(*x.shape[-2:], base), True)),
+        ("pairs_mixed", lambda x, base: _crossed(x.double(), _angles(*x.shape[-2:], base),
+                                                 False)),
+        ("half_rotated", rotated(_angles, only_half=True)),
+        ("sin_cos_swapped", rotated(lambda T, D, base: torch.pi / 2 - _angles(T, D, base))),
+        ("base_ignored", rotated(lambda T, D, base: _angles(T, D, 10000.0))),
+        ("angles_low_precision", lambda x, base: _rotate(x.double(), layout, _angles(
+            *x.shape[-2:], base, dtype=x.dtype))),
+        ("positions_wrong_dim", lambda x, base: _heads_as_positions(x, base, layout)),
     ]
-    if x.dim() >= 3 and x.shape[-3] > 1:      # position taken from dim -3 (heads)
-        AH = _angles(x.shape[-3], D, base)[:, None, :]                  # (H, 1, D/2)
-        muts.append(("positions_wrong_dim", lambda: _rotate(xd, layout, AH)))
-    return muts
+
+
+ROPE_MUTANTS = {layout: _mutant_table(layout) for layout in _LAYOUTS}
+
+
+def _x(*shape, seed, dtype=torch.float32):
+    return lambda: (randn(*shape, seed=seed, dtype=dtype),)
+
+
+CASES = [
+    Case("default base", _x(1, 2, 6, 8, seed=10, dtype=torch.float64), {"base": 10000.0},
+         defaults=("base",)),
+    Case("odd T, D/2 = 3", _x(2, 7, 6, seed=20), {"base": 10000.0}),
+    Case("(T, D)", _x(5, 4, seed=30, dtype=torch.float64), {"base": 10000.0}),
+    Case("base 500000", _x(2, 3, 8, 16, seed=40, dtype=torch.float64), {"base": 500000.0}),
+    Case("a batch of 2, T = 1", _x(2, 1, 1, 8, seed=50), {"base": 10000.0}),
+    Case("positions up to 1023", _x(1, 1, 1024, 8, seed=60, dtype=torch.bfloat16),
+         {"base": 10000.0}, tol_factor=2),
+]
+BACKWARD = Case("backward", _x(1, 2, 5, 8, seed=70, dtype=torch.float64), {"base": 10000.0},
+                defaults=("base",))
 
 
 def check_rope(fn, *, time_limit: float = 3.0) -> CheckResult:
@@ -133,43 +163,33 @@ def check_rope(fn, *, time_limit: float = 3.0) -> CheckResult:
         return s.result()
     found: list[str] = []          # the layout that the first passing check matched
 
-    def case(x, base=10000.0, note="", factor=1.0, pass_base=True):
-        def check():
-            got = s.call(fn, x, base=base) if pass_base else s.call(fn, x)
-            wants = {lay: nl.apply_rope(x, base=base, layout=lay) for lay in _LAYOUTS}
-            s.expect_tensor(got, wants["half"])
-            tol = tolerance(x.dtype, float(x.abs().max()), factor)
-            layouts = found[:1] or list(_LAYOUTS)
-            matches = [lay for lay in layouts if close(got, wants[lay], tol)]
-            if len(matches) == 1 and not found:         # T = 1 matches both: no evidence yet
-                found.append(matches[0])
-                return f"found the {LAYOUT_NAMES[matches[0]]}"
-            if matches:
-                return None
-            judged = [(lay, *s.judge(got, wants[lay], _mutants(x, base, lay), tol))
-                      for lay in layouts]
-            s.refuted |= set.union(*(seen for *_, seen, _ in judged)) - set.union(
-                *(consistent for *_, consistent in judged))
-            for lay, key, _, _ in judged:
-                if key:
-                    raise Fail(f"wrong values (looks like: {s.short(key)}; {lay} layout)", key)
-            raise Fail(f"wrong values (the first check found the {found[0]} layout)" if found
-                       else "wrong values: matches neither layout", "wrong_values")
-        s.run(label(x.dtype, x.shape, note) + ("" if pass_base else ", default base"), check)
+    def judge(got, args, case):
+        x, base = args
+        wants = {lay: nl.apply_rope(x, base=base, layout=lay) for lay in _LAYOUTS}
+        s.expect_tensor(got, wants["half"])
+        tol = tolerance(x.dtype, float(x.abs().max()), case.tol_factor)
+        layouts = found[:1] or list(_LAYOUTS)
+        matches = [lay for lay in layouts if close(got, wants[lay], tol)]
+        if len(matches) == 1 and not found:             # T = 1 matches both: no evidence yet
+            found.append(matches[0])
+            return f"found the {LAYOUT_NAMES[matches[0]]}"
+        if matches:
+            return None
+        judged = [(lay, *s.judge(got, wants[lay], bind(ROPE_MUTANTS[lay], x, base), tol))
+                  for lay in layouts]
+        s.refuted |= set.union(*(seen for *_, seen, _ in judged)) - set.union(
+            *(consistent for *_, consistent in judged))
+        for lay, key, _, _ in judged:
+            if key:
+                raise Fail(f"wrong values (looks like: {s.short(key)}; {lay} layout)", key)
+        raise Fail(f"wrong values (the first check found the {found[0]} layout)" if found
+                   else "wrong values: matches neither layout", "wrong_values")
 
-    case(randn(1, 2, 6, 8, seed=10, dtype=torch.float64), pass_base=False)
-    case(randn(2, 7, 6, seed=20), note="odd T, D/2 = 3")
-    case(randn(5, 4, seed=30, dtype=torch.float64), note="(T, D)")
-    case(randn(2, 3, 8, 16, seed=40, dtype=torch.float64), base=500000.0, note="base 500000")
-    case(randn(2, 1, 1, 8, seed=50), note="a batch of 2, T = 1")
-    case(randn(1, 1, 1024, 8, seed=60, dtype=torch.bfloat16), note="positions up to 1023",
-         factor=2)
-    x = randn(1, 2, 5, 8, seed=70, dtype=torch.float64)
+    run_cases(s, fn, CASES, judge=judge)
     layouts = found[:1] or list(_LAYOUTS)
-    s.run(label(x.dtype, x.shape, "backward"), lambda: s.expect_grads(
-        fn, lambda x: nl.apply_rope(x, layout=layouts[0]), {"x": x},
-        mutants=[(k, (lambda x, lay=lay, i=i: _mutants(x, 10000.0, lay)[i][1]()))
-                 for lay in layouts for i, (k, _) in enumerate(_mutants(x, 10000.0, lay))]))
+    run_backward(s, fn, BACKWARD, ("x",),
+                 reference=lambda x, base: nl.apply_rope(x, base=base, layout=layouts[0]),
+                 mutants=[m for lay in layouts for m in ROPE_MUTANTS[lay]])
     s.probe(*_probes(s, fn))
     return s.result()
 
