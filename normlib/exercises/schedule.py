@@ -15,6 +15,7 @@ import torch
 
 import normlib as nl
 
+from ._cases import Case, run_cases
 from ._session import Fail, Session
 from .result import CheckResult
 
@@ -96,6 +97,26 @@ def _as_float(value, step):
                "returned_none" if value is None else "not_a_number")
 
 
+def _case(warmup, total, min_ratio, note=""):
+    return Case(note or f"warmup {warmup}, total {total}, min_ratio {min_ratio}",
+                lambda: (warmup, total), {"min_ratio": min_ratio})
+
+
+# each case runs every step from 0 to total + 14
+CASES = [
+    Case("warmup 10, total 100, default min_ratio", lambda: (10, 100), {"min_ratio": 0.0},
+         defaults=("min_ratio",)),
+    _case(5, 50, 0.1),
+    _case(1, 10, 0.0),
+    _case(0, 20, 0.2, "no warmup (0), total 20, min_ratio 0.2"),
+    _case(30, 40, 0.05),
+]
+
+
+def _steps(total):
+    return range(total + 15)
+
+
 def check_warmup_cosine(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(step, warmup_steps, total_steps, min_ratio=0.0)`` against
     nl.cosine_with_warmup, for every step from 0 to past total_steps."""
@@ -105,31 +126,27 @@ def check_warmup_cosine(fn, *, time_limit: float = 3.0) -> CheckResult:
     if not s.require_callable(fn):
         return s.result()
 
-    def schedule(w, total, r, pass_min=True):
-        def check():
-            steps = range(total + 15)
-            call = (lambda: [fn(k, w, total, r) for k in steps]) if pass_min else \
-                (lambda: [fn(k, w, total) for k in steps])
-            got = [_as_float(v, k) for k, v in zip(steps, s.call(call), strict=True)]
-            ref = nl.cosine_with_warmup(w, total, r)
-            want = [ref(k) for k in steps]
-            muts = [(key, (lambda f=f: [f(k, w, total, r) for k in steps]))
-                    for key, f in WARMUP_MUTANTS]
-            bad = [k for k in steps if abs(got[k] - want[k]) > 1e-6]     # float32 is fine
-            if not bad:
-                return
-            key = s.match(torch.tensor(got), torch.tensor(want),
-                          [(k, (lambda m=m: torch.tensor(m()))) for k, m in muts], (1e-6, 1e-6))
-            k = bad[0]
-            hint = f" (looks like: {s.short(key)})" if key else ""
-            raise Fail(f"step {k}: {_pair(got[k], want[k])}{hint}", key or "wrong_values")
-        return check
+    def every_step(fn, w, total, **min_ratio):
+        """One call per step; min_ratio, when passed, is the 4th positional argument."""
+        return s.call(lambda: [fn(k, w, total, *min_ratio.values()) for k in _steps(total)])
 
-    s.run("warmup 10, total 100, default min_ratio", schedule(10, 100, 0.0, pass_min=False))
-    s.run("warmup 5, total 50, min_ratio 0.1", schedule(5, 50, 0.1))
-    s.run("warmup 1, total 10, min_ratio 0.0", schedule(1, 10, 0.0))
-    s.run("no warmup (0), total 20, min_ratio 0.2", schedule(0, 20, 0.2))
-    s.run("warmup 30, total 40, min_ratio 0.05", schedule(30, 40, 0.05))
+    def judge(values, args, case):
+        w, total, r = args
+        steps = _steps(total)
+        got = [_as_float(v, k) for k, v in zip(steps, values, strict=True)]
+        ref = nl.cosine_with_warmup(w, total, r)
+        want = [ref(k) for k in steps]
+        bad = [k for k in steps if abs(got[k] - want[k]) > 1e-6]     # float32 is fine
+        if not bad:
+            return
+        key = s.match(torch.tensor(got), torch.tensor(want),
+                      [(key, (lambda f=f: torch.tensor([f(k, w, total, r) for k in steps])))
+                       for key, f in WARMUP_MUTANTS], (1e-6, 1e-6))
+        k = bad[0]
+        hint = f" (looks like: {s.short(key)})" if key else ""
+        raise Fail(f"step {k}: {_pair(got[k], want[k])}{hint}", key or "wrong_values")
+
+    run_cases(s, fn, CASES, call=every_step, judge=judge)
     s.probe(*_probes(s, fn))
     return s.result()
 
