@@ -7,20 +7,25 @@ right) and a tolerance factor. ``run_cases`` runs each case: the learner's outpu
 mismatch, against every mutant of the exercise's table ([(key, f)], each called like the
 reference; see ``Session.expect_close``). A checker whose comparison the table cannot say (RoPE's
 two layouts, the schedule's steps, a decode through a cache) passes a ``call`` or ``judge`` hook.
-``run_backward`` is the same for the gradients, ``run_modules`` for a class: build the learner's
-module, copy the reference's weights in, compare the outputs.
+``run_backward`` is the same for the gradients. A checker of a class runs its forward cases the
+same way: the inputs are x and the reference's weights, and its ``call`` hook builds the learner's
+module (``new_module``), copies the weights in (``load_weights``) and calls it on x.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import reduce
 
 import torch
+from torch import nn
 
 from ._compare import bind, label, randn, tolerance
+from ._session import Fail
 
-__all__ = ["Case", "DoesNotApply", "run_cases", "run_backward", "expect", "norm_inputs"]
+__all__ = ["Case", "DoesNotApply", "run_cases", "run_backward", "expect", "norm_inputs",
+           "new_module", "load_weights"]
 
 
 class DoesNotApply(Exception):
@@ -56,14 +61,15 @@ def expect(s, got, args: tuple, *, reference, mutants, tol_factor: float = 1.0,
                    tol=tolerance(want.dtype, float(want.abs().max()), tol_factor))
 
 
-def run_cases(s, fn, cases, *, reference=None, mutants=(), call=None, judge=None) -> None:
-    """Run each case as one check line. ``call(fn, *inputs, **passed)`` calls the learner
-    (default ``s.call``); ``judge(got, args, case)`` compares, args being the inputs then the
-    kwargs' values (default: ``expect`` against ``reference`` with ``mutants``); a string it
-    returns is added to the ✓ line."""
+def run_cases(s, fn, cases, *, reference=None, mutants=(), call=None, judge=None,
+              prefix: str = "") -> None:
+    """Run each case as one check line (its label after ``prefix``). ``call(fn, *inputs,
+    **passed)`` calls the learner (default ``s.call``); ``judge(got, args, case)`` compares, args
+    being the inputs then the kwargs' values (default: ``expect`` against ``reference`` with
+    ``mutants``); a string it returns is added to the ✓ line."""
     for case in cases:
         args = case.inputs()
-        s.run(case.label(args), lambda case=case, args=args: _check(
+        s.run(prefix + case.label(args), lambda case=case, args=args: _check(
             s, fn, case, args, reference, mutants, call or s.call, judge))
 
 
@@ -99,3 +105,22 @@ def norm_inputs(shape: tuple[int, ...], seed: int, dtype=torch.float32, *, n_par
                   randn(C, seed=seed + 2, dtype=dtype)][:n_params]
         return (x, *params)
     return build
+
+
+def new_module(s, cls, *args, what: str, **kwargs) -> nn.Module:
+    """``cls(*args, **kwargs)``, called safely; a ✗ unless it is an nn.Module (``what``: the call
+    as the line shows it, e.g. 'SwiGLUFFN(8, 16)')."""
+    m = s.call(cls, *args, **kwargs)
+    if not isinstance(m, nn.Module):
+        raise Fail(f"{what} built a {type(m).__name__}, expected an nn.Module", "raised")
+    return m
+
+
+def load_weights(s, m: nn.Module, weights: dict, dtype: torch.dtype) -> nn.Module:
+    """The learner's module moved to ``dtype`` (``m.to``, called safely) with the reference's
+    ``weights`` ({dotted name: tensor}, e.g. 'w1.weight') copied in."""
+    m = s.call(m.to, dtype)
+    with torch.no_grad():
+        for name, w in weights.items():
+            reduce(getattr, name.split("."), m).copy_(w)
+    return m

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 import normlib as nl
 
-from ._compare import label, randn, tolerance
+from ._cases import Case, load_weights, new_module, run_cases
+from ._compare import randn
 from ._probes import near
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["check_qk_norm_attention", "QK_NORM_MISTAKES"]
+__all__ = ["check_qk_norm_attention", "QK_NORM_MISTAKES", "QK_NORM_MUTANTS"]
 
 QK_NORM_MISTAKES = {
     "norm_after_rope": ("norm after RoPE", "q_norm and k_norm come before RoPE (Qwen3): with a "
@@ -103,6 +103,36 @@ _MODES = [("norm_after_rope", "norm_after_rope"), ("norm_whole_projection", "nor
           ("rope_layout", "rope_layout"), ("sees_future", "sees_future")]
 
 
+QK_NORM_MUTANTS = [(key, (lambda x, W, g, H, eps, mode=mode: _qk(x, W, *g, H, eps, mode)))
+                   for key, mode in _MODES]
+
+
+def _reference(x, W, g, H, eps):
+    return _qk(x, W, *g, H, eps)
+
+
+def _weights(C, H, seed, dtype):
+    """[W_q, W_k, W_v, W_o] ~ N(0, 1 / C) and the norms' [g_q, g_k] ~ 1 + 0.5 N(0, 1)."""
+    return ([randn(C, C, seed=seed + i, dtype=dtype, scale=C ** -0.5) for i in range(4)],
+            [randn(C // H, seed=seed + 5 + i, dtype=dtype, scale=0.5, offset=1.0)
+             for i in range(2)])
+
+
+def _case(shape, H, eps, seed, dtype=torch.float64, scale=1.5, note=""):
+    """x ~ scale N(0, 1) of ``shape`` (B, T, C), and the weights."""
+    return Case(f"n_heads = {H}, eps = {eps:g}" + (f", {note}" if note else ""), lambda: (
+        randn(*shape, seed=seed + 9, dtype=dtype, scale=scale),
+        *_weights(shape[-1], H, seed, dtype)), {"n_heads": H, "eps": eps})
+
+
+CASES = [
+    _case((2, 5, 32), 4, 1e-6, 10),
+    _case((1, 6, 16), 2, 0.5, 20, note="a large eps"),
+    _case((2, 4, 24), 3, 1e-6, 30, scale=1e-4, note="tiny inputs"),
+    _case((1, 7, 32), 2, 1e-6, 40, dtype=torch.float32),
+]
+
+
 def check_qk_norm_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``cls(d_model, n_heads, eps=1e-6)`` against Qwen3's attention with the same weights."""
     s = Session("QK-norm attention", QK_NORM_MISTAKES, exercise="qk_norm_attention",
@@ -113,10 +143,7 @@ def check_qk_norm_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
 
     def build(C, H, eps, seed, dtype=torch.float64, W=None, g=None):
         """The learner's module with known weights: (module, W, (gq, gk))."""
-        m = s.call(cls, C, H, eps=eps)
-        if not isinstance(m, nn.Module):
-            raise Fail(f"QKNormAttention({C}, {H}) built a {type(m).__name__}, expected an "
-                       "nn.Module", "raised")
+        m = new_module(s, cls, C, H, eps=eps, what=f"QKNormAttention({C}, {H})")
         hd = C // H
         for name, shape in (("q_proj", (C, C)), ("k_proj", (C, C)), ("v_proj", (C, C)),
                             ("o_proj", (C, C)), ("q_norm", (hd,)), ("k_norm", (hd,))):
@@ -128,33 +155,18 @@ def check_qk_norm_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
                 key = "norm_whole_projection" if name in ("q_norm", "k_norm") and \
                     tuple(weight.shape) == (C,) else "missing_module"
                 raise Fail(f"{name}.weight has shape {tuple(weight.shape)}, expected {shape}", key)
-        m = s.call(m.to, dtype)
-        W = W or [randn(C, C, seed=seed + i, dtype=dtype, scale=C ** -0.5) for i in range(4)]
-        g = g or [randn(hd, seed=seed + 5 + i, dtype=dtype, scale=0.5, offset=1.0)
-                  for i in range(2)]
-        with torch.no_grad():
-            for name, w in zip(("q_proj", "k_proj", "v_proj", "o_proj", "q_norm", "k_norm"),
-                               [*W, *g], strict=True):
-                getattr(m, name).weight.copy_(w)
+        W0, g0 = _weights(C, H, seed, dtype)
+        W, g = W or W0, g or g0
+        m = load_weights(s, m, dict(zip(("q_proj.weight", "k_proj.weight", "v_proj.weight",
+                                         "o_proj.weight", "q_norm.weight", "k_norm.weight"),
+                                        [*W, *g], strict=True)), dtype)
         return m, W, g
 
-    def case(shape, H, eps, seed, dtype=torch.float64, scale=1.5, note=""):
-        def check():
-            m, W, (gq, gk) = build(shape[-1], H, eps, seed, dtype)
-            x = randn(*shape, seed=seed + 9, dtype=dtype, scale=scale)
-            got = s.call(m, x)
-            want = _qk(x, W, gq, gk, H, eps)
-            mutants = [(key, (lambda mode=mode: _qk(x, W, gq, gk, H, eps, mode)))
-                       for key, mode in _MODES]
-            s.expect_close(got, want, tol=tolerance(dtype, float(want.abs().max())),
-                           mutants=mutants)
-        s.run(label(dtype, shape, f"n_heads = {H}, eps = {eps:g}" + (f", {note}" if note
-                                                                      else "")), check)
+    def forward(cls, x, W, g, n_heads, eps):
+        m, _, _ = build(x.shape[-1], n_heads, eps, 0, x.dtype, W, g)
+        return s.call(m, x)
 
-    case((2, 5, 32), 4, 1e-6, 10)
-    case((1, 6, 16), 2, 0.5, 20, note="a large eps")
-    case((2, 4, 24), 3, 1e-6, 30, scale=1e-4, note="tiny inputs")
-    case((1, 7, 32), 2, 1e-6, 40, dtype=torch.float32)
+    run_cases(s, cls, CASES, reference=_reference, mutants=QK_NORM_MUTANTS, call=forward)
     s.probe(*_probes(s, cls, build))
     return s.result()
 

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 import normlib as nl
 
+from ._cases import Case, load_weights, new_module, run_cases
 from ._compare import grad_output, randn
 from ._probes import near, output
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["check_swiglu_ffn", "SWIGLU_MISTAKES"]
+__all__ = ["check_swiglu_ffn", "SWIGLU_MISTAKES", "SWIGLU_MUTANTS"]
 
 SWIGLU_MISTAKES = {
     "missing_projection": ("w1, w2 or w3 missing", "the module needs three bias-free linear layers: "
@@ -65,18 +65,47 @@ def _ffn(x, W1, W2, W3, gate=F.silu, where="gate"):
     return h @ W2.T
 
 
-def _mutants(x, W1, W2, W3):
-    return [
-        ("sigmoid_gate", lambda: _ffn(x, W1, W2, W3, torch.sigmoid)),
-        ("gelu_gate", lambda: _ffn(x, W1, W2, W3, F.gelu)),
-        ("gelu_gate", lambda: _ffn(x, W1, W2, W3, lambda t: F.gelu(t, approximate="tanh"))),
-        ("relu_gate", lambda: _ffn(x, W1, W2, W3, torch.relu)),
-        ("no_gate_activation", lambda: _ffn(x, W1, W2, W3, lambda t: t)),
-        ("gate_up_swapped", lambda: _ffn(x, W1, W2, W3, where="swap")),
-        ("silu_on_product", lambda: _ffn(x, W1, W2, W3, where="product")),
-        ("no_up_projection", lambda: _ffn(x, W1, W2, W3, where="no_up")),
-        ("missing_down_projection", lambda: F.silu(x @ W1.T) * (x @ W3.T)),
-    ]
+SWIGLU_MUTANTS = [
+    ("sigmoid_gate", lambda x, W1, W2, W3: _ffn(x, W1, W2, W3, torch.sigmoid)),
+    ("gelu_gate", lambda x, W1, W2, W3: _ffn(x, W1, W2, W3, F.gelu)),
+    ("gelu_gate", lambda x, W1, W2, W3: _ffn(x, W1, W2, W3,
+                                             lambda t: F.gelu(t, approximate="tanh"))),
+    ("relu_gate", lambda x, W1, W2, W3: _ffn(x, W1, W2, W3, torch.relu)),
+    ("no_gate_activation", lambda x, W1, W2, W3: _ffn(x, W1, W2, W3, lambda t: t)),
+    ("gate_up_swapped", lambda x, W1, W2, W3: _ffn(x, W1, W2, W3, where="swap")),
+    ("silu_on_product", lambda x, W1, W2, W3: _ffn(x, W1, W2, W3, where="product")),
+    ("no_up_projection", lambda x, W1, W2, W3: _ffn(x, W1, W2, W3, where="no_up")),
+    ("missing_down_projection", lambda x, W1, W2, W3: F.silu(x @ W1.T) * (x @ W3.T)),
+]
+
+
+def _weights(dim, hidden, seed, dtype):
+    """W1, W2, W3 ~ N(0, 1 / fan_in)."""
+    return [randn(*shape, seed=seed + i, dtype=dtype, scale=shape[1] ** -0.5)
+            for i, shape in enumerate(((hidden, dim), (dim, hidden), (hidden, dim)))]
+
+
+def _reference(x, W1, W2, W3):
+    ffn = nl.GLUFeedForward(x.shape[-1], W1.shape[0]).to(x.dtype)
+    with torch.no_grad():
+        for layer, W in ((ffn.w1, W1), (ffn.w2, W2), (ffn.w3, W3)):
+            layer.weight.copy_(W)
+    return ffn(x).detach()
+
+
+def _case(shape, hidden, seed, dtype=torch.float32, note=""):
+    """x ~ 1.5 N(0, 1) of ``shape`` and the weights of a (shape[-1], hidden) FFN."""
+    return Case(note + f"hidden {hidden}", lambda: (
+        randn(*shape, seed=seed + 9, dtype=dtype, scale=1.5),
+        *_weights(shape[-1], hidden, seed, dtype)))
+
+
+CASES = [
+    _case((2, 5, 8), 16, 10),
+    _case((3, 5), 7, 20, torch.float64, "odd sizes, "),
+    _case((2, 1, 6), 6, 30, note="a batch of 2, "),
+    _case((2, 4, 8), 12, 40, torch.bfloat16),
+]
 
 
 def check_swiglu_ffn(cls, *, time_limit: float = 3.0) -> CheckResult:
@@ -87,12 +116,8 @@ def check_swiglu_ffn(cls, *, time_limit: float = 3.0) -> CheckResult:
     if not s.require_callable(cls, "your class"):
         return s.result()
 
-    def build(dim, hidden, dtype=torch.float32, seed=0):
-        m = s.call(cls, dim, hidden)
-        if not isinstance(m, nn.Module):
-            raise Fail(f"SwiGLUFFN({dim}, {hidden}) built a {type(m).__name__}, expected an "
-                       "nn.Module", "raised")
-        layers = {}
+    def build(dim, hidden, dtype=torch.float32, seed=0, weights=None):
+        m = new_module(s, cls, dim, hidden, what=f"SwiGLUFFN({dim}, {hidden})")
         for name, shape in (("w1", (hidden, dim)), ("w3", (hidden, dim)), ("w2", (dim, hidden))):
             layer = getattr(m, name, None)
             weight = getattr(layer, "weight", None)
@@ -103,36 +128,19 @@ def check_swiglu_ffn(cls, *, time_limit: float = 3.0) -> CheckResult:
                            "wrong_weight_shape")
             if getattr(layer, "bias", None) is not None:
                 raise Fail(f"{name} has a bias", "has_bias")
-            layers[name] = weight
-        m = s.call(m.to, dtype)
-        Ws = {}
-        with torch.no_grad():
-            for i, name in enumerate(("w1", "w2", "w3")):
-                W = randn(*getattr(m, name).weight.shape, seed=seed + i, dtype=dtype,
-                          scale=getattr(m, name).weight.shape[1] ** -0.5)
-                getattr(m, name).weight.copy_(W)
-                Ws[name] = W
-        return m, Ws["w1"], Ws["w2"], Ws["w3"]
+        W1, W2, W3 = weights or _weights(dim, hidden, seed, dtype)
+        m = load_weights(s, m, {"w1.weight": W1, "w2.weight": W2, "w3.weight": W3}, dtype)
+        return m, W1, W2, W3
 
-    def forward(shape, hidden, seed, dtype=torch.float32, factor=1.0):
-        def check():
-            m, W1, W2, W3 = build(shape[-1], hidden, dtype, seed)
-            x = randn(*shape, seed=seed + 9, dtype=dtype, scale=1.5)
-            got = s.call(m, x)
-            want = nl.GLUFeedForward(shape[-1], hidden).to(dtype)
-            with torch.no_grad():
-                want.w1.weight.copy_(W1)
-                want.w2.weight.copy_(W2)
-                want.w3.weight.copy_(W3)
-            s.expect_close(got, want(x).detach(), mutants=_mutants(x, W1, W2, W3))
-        return check
+    def forward(cls, x, W1, W2, W3):
+        m, *_ = build(x.shape[-1], W1.shape[0], x.dtype, weights=(W1, W2, W3))
+        return s.call(m, x)
 
     def backward():
         m, W1, W2, W3 = build(5, 7, torch.float64, 50)
         x = randn(2, 3, 5, seed=59, dtype=torch.float64)
         s.expect_grads(lambda x: m(x), lambda x: _ffn(x, W1, W2, W3), {"x": x},
-                       mutants=[(k, (lambda x, i=i: _mutants(x, W1, W2, W3)[i][1]()))
-                                for i, (k, _) in enumerate(_mutants(x, W1, W2, W3))])
+                       mutants=[(k, (lambda x, f=f: f(x, W1, W2, W3))) for k, f in SWIGLU_MUTANTS])
         for name, W in (("w1", W1), ("w2", W2), ("w3", W3)):
             Wl = W.clone().requires_grad_(True)
             args = {"w1": (Wl, W2, W3), "w2": (W1, Wl, W3), "w3": (W1, W2, Wl)}[name]
@@ -144,10 +152,8 @@ def check_swiglu_ffn(cls, *, time_limit: float = 3.0) -> CheckResult:
 
     s.run("__init__(8, 16): bias-free w1, w3 (8 -> 16) and w2 (16 -> 8)",
           lambda: build(8, 16))
-    s.run("forward float32 (2, 5, 8), hidden 16", forward((2, 5, 8), 16, 10))
-    s.run("forward float64 (3, 5), odd sizes, hidden 7", forward((3, 5), 7, 20, torch.float64))
-    s.run("forward float32 (2, 1, 6), a batch of 2, hidden 6", forward((2, 1, 6), 6, 30))
-    s.run("forward bfloat16 (2, 4, 8), hidden 12", forward((2, 4, 8), 12, 40, torch.bfloat16))
+    run_cases(s, cls, CASES, reference=_reference, mutants=SWIGLU_MUTANTS, call=forward,
+              prefix="forward ")
     s.run("backward float64: x, w1, w2, w3", backward)
     s.probe(*_probes(s, cls))
     return s.result()
@@ -163,11 +169,8 @@ def _probes(s: Session, cls) -> list:
     eye = torch.eye(d, dtype=torch.float64)
 
     def run(W1, W2, W3):
-        m = s.call(cls, d, d)
-        m = s.call(m.to, torch.float64)
-        with torch.no_grad():
-            for name, W in (("w1", W1), ("w2", W2), ("w3", W3)):
-                getattr(m, name).weight.copy_(W)
+        m = load_weights(s, s.call(cls, d, d), {"w1.weight": W1, "w2.weight": W2,
+                                                "w3.weight": W3}, torch.float64)
         return output(s, m, x, like=x)
 
     def zero_down():
