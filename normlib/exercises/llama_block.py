@@ -22,17 +22,17 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 import normlib as nl
 
+from ._cases import Case, load_weights, new_module, run_cases
 from ._compare import randn
 from ._probes import near, output
 from ._session import Fail, Session
 from ._shared import PROJECTION_MISTAKES
 from .result import CheckResult
 
-__all__ = ["check_llama_block", "LLAMA_MISTAKES"]
+__all__ = ["check_llama_block", "LLAMA_MISTAKES", "LLAMA_MUTANTS"]
 
 LLAMA_MISTAKES = {
     **PROJECTION_MISTAKES,
@@ -144,21 +144,51 @@ def _block(x, W, H, H_kv, *, placement="pre", res_attn=True, res_ffn=True, norm=
     return ffn(normed(h, n2)) + (h if res_ffn else 0)
 
 
-def _mutants(x, W, H, H_kv):
-    return [(key, (lambda kw=kw: _block(x, W, H, H_kv, **kw))) for key, kw in [
-        ("post_norm", dict(placement="post")),
-        ("no_residual", dict(res_attn=False, res_ffn=False)),
-        ("no_attn_residual", dict(res_attn=False)),
-        ("no_ffn_residual", dict(res_ffn=False)),
-        ("layer_norm", dict(norm="layer")),
-        ("no_rope", dict(rope="none")),
-        ("rope_layout", dict(rope="interleaved")),
-        ("gate_up_swapped", dict(swap=True)),
-        ("rope_frequencies", dict(rope_step=1)),
-        ("gate_activation", dict(gate=F.gelu)),
-        ("gate_activation", dict(gate=torch.sigmoid)),
-        ("kv_repeat", dict(repeat="tile")),
-    ]]
+def _variant(**options):
+    """A mutant of the table, called like the reference: (x, W, H, H_kv, hidden)."""
+    return lambda x, W, H, H_kv, hidden: _block(x, W, H, H_kv or H, **options)
+
+
+LLAMA_MUTANTS = [
+    ("post_norm", _variant(placement="post")),
+    ("no_residual", _variant(res_attn=False, res_ffn=False)),
+    ("no_attn_residual", _variant(res_attn=False)),
+    ("no_ffn_residual", _variant(res_ffn=False)),
+    ("layer_norm", _variant(norm="layer")),
+    ("no_rope", _variant(rope="none")),
+    ("rope_layout", _variant(rope="interleaved")),
+    ("gate_up_swapped", _variant(swap=True)),
+    ("rope_frequencies", _variant(rope_step=1)),
+    ("gate_activation", _variant(gate=F.gelu)),
+    ("gate_activation", _variant(gate=torch.sigmoid)),
+    ("kv_repeat", _variant(repeat="tile")),
+]
+
+
+def _weights(C, H, hidden, H_kv, seed, dtype):
+    """The weights in the order of _NAMES: norm weights ~ 1 + 0.2 N(0, 1), linear layers
+    ~ N(0, 1 / fan_in)."""
+    return [randn(*shape, seed=seed + i, dtype=dtype, scale=0.2, offset=1.0) if len(shape) == 1
+            else randn(*shape, seed=seed + i, dtype=dtype, scale=shape[1] ** -0.5)
+            for i, shape in enumerate(_shapes(C, H, hidden, H_kv or H))]
+
+
+def _case(shape, H, hidden, H_kv, seed, dtype=torch.float64, note=""):
+    """x ~ 1.5 N(0, 1) of ``shape`` (B, T, C), and the weights."""
+    return Case(note, lambda: (randn(*shape, seed=seed + 20, dtype=dtype, scale=1.5),
+                               _weights(shape[-1], H, hidden, H_kv, seed, dtype)),
+                {"n_heads": H, "n_kv_heads": H_kv, "hidden": hidden})
+
+
+CASES = [
+    _case((2, 5, 16), 4, 40, None, 10, note="4 heads, hidden 40"),
+    _case((1, 7, 24), 6, 64, 2, 30, note="GQA: 6 heads, 2 kv heads, hidden 64"),
+    _case((2, 6, 16), 2, 44, None, 50, torch.float32, "2 heads, hidden 44"),
+]
+
+
+def _forward_reference(x, W, H, H_kv, hidden):
+    return _reference(W, H, H_kv or H, hidden, x.dtype)(x).detach()
 
 
 def _reference(W, H, H_kv, hidden, dtype):
@@ -183,10 +213,8 @@ def check_llama_block(cls, *, time_limit: float = 3.0) -> CheckResult:
 
     def build(C, H, hidden, H_kv=None, dtype=torch.float64, seed=0, weights=None):
         """The learner's block with known weights: (module, weights in the order of _NAMES)."""
-        m = s.call(cls, C, H, hidden) if H_kv is None else s.call(cls, C, H, hidden, H_kv)
-        if not isinstance(m, nn.Module):
-            raise Fail(f"LlamaBlock({C}, {H}, {hidden}) built a {type(m).__name__}, expected an "
-                       "nn.Module", "raised")
+        m = new_module(s, cls, C, H, hidden, *([] if H_kv is None else [H_kv]),
+                       what=f"LlamaBlock({C}, {H}, {hidden})")
         params = dict(m.named_parameters())
         for name, shape in zip(_NAMES, _shapes(C, H, hidden, H_kv or H), strict=True):
             if name not in params:
@@ -198,43 +226,26 @@ def check_llama_block(cls, *, time_limit: float = 3.0) -> CheckResult:
         if extra:
             key = "has_bias" if any(n.endswith("bias") for n in extra) else "missing_parameter"
             raise Fail(f"unexpected parameters: {', '.join(extra[:3])}", key)
-        m = s.call(m.to, dtype)
-        params = dict(m.named_parameters())
-        if weights is None:
-            weights = [randn(*shape, seed=seed + i, dtype=dtype, scale=0.2, offset=1.0)
-                       if len(shape) == 1 else
-                       randn(*shape, seed=seed + i, dtype=dtype, scale=shape[1] ** -0.5)
-                       for i, shape in enumerate(_shapes(C, H, hidden, H_kv or H))]
-        with torch.no_grad():
-            for name, w in zip(_NAMES, weights, strict=True):
-                params[name].copy_(w)
+        weights = weights or _weights(C, H, hidden, H_kv, seed, dtype)
+        m = load_weights(s, m, dict(zip(_NAMES, weights, strict=True)), dtype)
         return m, [w.to(dtype) for w in weights]
 
-    def forward(shape, H, hidden, H_kv, seed, dtype=torch.float64):
-        def check():
-            m, W = build(shape[-1], H, hidden, H_kv, dtype, seed)
-            x = randn(*shape, seed=seed + 20, dtype=dtype, scale=1.5)
-            got = s.call(m, x)
-            want = _reference(W, H, H_kv or H, hidden, dtype)(x).detach()
-            s.expect_close(got, want, mutants=_mutants(x, W, H, H_kv or H))
-        return check
+    def forward(cls, x, W, n_heads, n_kv_heads, hidden):
+        m, _ = build(x.shape[-1], n_heads, hidden, n_kv_heads, x.dtype, weights=W)
+        return s.call(m, x)
 
     def backward():
         m, W = build(8, 2, 12, None, torch.float64, 60)
         x = randn(2, 4, 8, seed=69, dtype=torch.float64)
         ref = _reference(W, 2, 2, 12, torch.float64)
         s.expect_grads(lambda x: m(x), lambda x: ref(x), {"x": x},
-                       mutants=[(k, (lambda x, i=i: _mutants(x, W, 2, 2)[i][1]()))
-                                for i, (k, _) in enumerate(_mutants(x, W, 2, 2))])
+                       mutants=[(k, (lambda x, f=f: f(x, W, 2, 2, 12))) for k, f in LLAMA_MUTANTS])
 
     s.run("__init__(16, 4, 40): RMSNorm weights, attention, SwiGLU FFN (bias-free)",
           lambda: build(16, 4, 40))
     s.run("__init__(16, 4, 40, 2): GQA, k_proj and v_proj 16 -> 8", lambda: build(16, 4, 40, 2))
-    s.run("forward float64 (2, 5, 16), 4 heads, hidden 40", forward((2, 5, 16), 4, 40, None, 10))
-    s.run("forward float64 (1, 7, 24), GQA: 6 heads, 2 kv heads, hidden 64",
-          forward((1, 7, 24), 6, 64, 2, 30))
-    s.run("forward float32 (2, 6, 16), 2 heads, hidden 44",
-          forward((2, 6, 16), 2, 44, None, 50, torch.float32))
+    run_cases(s, cls, CASES, reference=_forward_reference, mutants=LLAMA_MUTANTS, call=forward,
+              prefix="forward ")
     s.run("backward float64: gradient w.r.t. x", backward)
     s.probe(*_probes(s, build))
     return s.result()

@@ -19,17 +19,17 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
 
 import normlib as nl
 
+from ._cases import Case, load_weights, new_module, run_cases
 from ._compare import close, randn, tolerance
 from ._probes import fmt, near, output
 from ._session import Fail, Session
 from ._shared import PROJECTION_MISTAKES
 from .result import CheckResult
 
-__all__ = ["check_multi_head_attention", "MHA_MISTAKES"]
+__all__ = ["check_multi_head_attention", "MHA_MISTAKES", "MHA_MUTANTS"]
 
 MHA_MISTAKES = {
     **PROJECTION_MISTAKES,
@@ -112,20 +112,47 @@ def _mha(x, Wq, Wk, Wv, Wo, H, H_kv, *, scale=None, mask="causal", dim=-1, split
     return y @ Wo.T if o_proj else y
 
 
-def _mutants(x, W, H, H_kv):
-    D, C = x.shape[-1] // H, x.shape[-1]
-    return [(key, (lambda kw=kw: _mha(x, *W, H, H_kv, **kw))) for key, kw in [
-        ("no_scaling", dict(scale=1.0)),
-        ("scaled_by_d_model", dict(scale=1 / math.sqrt(C))),
-        ("scaled_by_d", dict(scale=1 / D)),
-        ("sees_future", dict(mask="none")),
-        ("sees_future", dict(mask="inverted")),
-        ("softmax_wrong_dim", dict(dim=-2)),
-        ("head_reshape", dict(split="view")),
-        ("head_reshape", dict(merge="reshape")),
-        ("kv_repeat", dict(repeat="tile")),
-        ("no_o_proj", dict(o_proj=False)),
-    ]]
+def _variant(scale=None, **options):
+    """A mutant of the table: ``scale(C, D)`` gives its scale (None: the right one)."""
+    def f(x, W, H, H_kv):
+        C = x.shape[-1]
+        return _mha(x, *W, H, H_kv or H, scale=None if scale is None else scale(C, C // H), **options)
+    return f
+
+
+MHA_MUTANTS = [
+    ("no_scaling", _variant(lambda C, D: 1.0)),
+    ("scaled_by_d_model", _variant(lambda C, D: 1 / math.sqrt(C))),
+    ("scaled_by_d", _variant(lambda C, D: 1 / D)),
+    ("sees_future", _variant(mask="none")),
+    ("sees_future", _variant(mask="inverted")),
+    ("softmax_wrong_dim", _variant(dim=-2)),
+    ("head_reshape", _variant(split="view")),
+    ("head_reshape", _variant(merge="reshape")),
+    ("kv_repeat", _variant(repeat="tile")),
+    ("no_o_proj", _variant(o_proj=False)),
+]
+
+
+def _weights(C, H, H_kv, seed, dtype):
+    """W_q, W_k, W_v, W_o ~ N(0, 1 / C); k and v project to H_kv heads."""
+    kv = (H_kv or H) * (C // H)
+    return [randn(*shape, seed=seed + i, dtype=dtype, scale=C ** -0.5)
+            for i, shape in enumerate(((C, C), (kv, C), (kv, C), (C, C)))]
+
+
+def _case(shape, H, H_kv, seed, dtype=torch.float64, note=""):
+    """x ~ 1.5 N(0, 1) of ``shape`` (B, T, C), and the weights."""
+    return Case(note, lambda: (randn(*shape, seed=seed + 9, dtype=dtype, scale=1.5),
+                               _weights(shape[-1], H, H_kv, seed, dtype)),
+                {"n_heads": H, "n_kv_heads": H_kv})
+
+
+CASES = [
+    _case((2, 5, 16), 4, None, 10, torch.float32, "4 heads"),
+    _case((1, 7, 24), 6, 2, 20, note="GQA: 6 heads, 2 kv heads"),
+    _case((2, 4, 16), 4, 1, 30, note="MQA: 4 heads, 1 kv head"),
+]
 
 
 def _reference(W, H, H_kv, dtype):
@@ -134,6 +161,10 @@ def _reference(W, H, H_kv, dtype):
         for layer, w in zip((ref.q_proj, ref.k_proj, ref.v_proj, ref.o_proj), W, strict=True):
             layer.weight.copy_(w)
     return ref
+
+
+def _forward_reference(x, W, H, H_kv):
+    return _reference(W, H, H_kv or H, x.dtype)(x).detach()
 
 
 def check_multi_head_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
@@ -150,10 +181,8 @@ def check_multi_head_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
 
     def build(C, H, H_kv=None, dtype=torch.float64, seed=0, weights=None):
         """The learner's module with known weights: (module, (Wq, Wk, Wv, Wo))."""
-        m = s.call(cls, C, H) if H_kv is None else s.call(cls, C, H, H_kv)
-        if not isinstance(m, nn.Module):
-            raise Fail(f"MultiHeadAttention({C}, {H}) built a {type(m).__name__}, expected an "
-                       "nn.Module", "raised")
+        m = new_module(s, cls, C, H, *([] if H_kv is None else [H_kv]),
+                       what=f"MultiHeadAttention({C}, {H})")
         kv = (H_kv or H) * (C // H)
         for name, shape in (("q_proj", (C, C)), ("k_proj", (kv, C)), ("v_proj", (kv, C)),
                             ("o_proj", (C, C))):
@@ -166,23 +195,14 @@ def check_multi_head_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
                 raise Fail(f"{name}.weight has shape {tuple(weight.shape)}, expected {shape}", key)
             if getattr(layer, "bias", None) is not None:
                 raise Fail(f"{name} has a bias", "has_bias")
-        m = s.call(m.to, dtype)
-        if weights is None:
-            weights = [randn(*shape, seed=seed + i, dtype=dtype, scale=C ** -0.5)
-                       for i, shape in enumerate(((C, C), (kv, C), (kv, C), (C, C)))]
-        with torch.no_grad():
-            for name, w in zip(("q_proj", "k_proj", "v_proj", "o_proj"), weights, strict=True):
-                getattr(m, name).weight.copy_(w)
+        weights = weights or _weights(C, H, H_kv, seed, dtype)
+        m = load_weights(s, m, dict(zip(("q_proj.weight", "k_proj.weight", "v_proj.weight",
+                                         "o_proj.weight"), weights, strict=True)), dtype)
         return m, [w.to(dtype) for w in weights]
 
-    def forward(shape, H, H_kv, seed, dtype=torch.float64):
-        def check():
-            m, W = build(shape[-1], H, H_kv, dtype, seed)
-            x = randn(*shape, seed=seed + 9, dtype=dtype, scale=1.5)
-            got = s.call(m, x)
-            want = _reference(W, H, H_kv or H, dtype)(x).detach()
-            s.expect_close(got, want, mutants=_mutants(x, W, H, H_kv or H))
-        return check
+    def forward(cls, x, W, n_heads, n_kv_heads):
+        m, _ = build(x.shape[-1], n_heads, n_kv_heads, x.dtype, weights=W)
+        return s.call(m, x)
 
     def run_steps(m, x, cuts, cache):
         """The outputs for the tokens between ``cuts``, one call each, concatenated."""
@@ -239,15 +259,13 @@ def check_multi_head_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
         x = randn(2, 4, 8, seed=69, dtype=torch.float64)
         ref = _reference(W, 2, 2, torch.float64)
         s.expect_grads(lambda x: m(x), lambda x: ref(x), {"x": x},
-                       mutants=[(k, (lambda x, i=i: _mutants(x, W, 2, 2)[i][1]()))
-                                for i, (k, _) in enumerate(_mutants(x, W, 2, 2))])
+                       mutants=[(k, (lambda x, f=f: f(x, W, 2, 2))) for k, f in MHA_MUTANTS])
 
     s.run("__init__(16, 4): bias-free q_proj, k_proj, v_proj, o_proj (16 -> 16)",
           lambda: build(16, 4))
     s.run("__init__(16, 4, 2): GQA, k_proj and v_proj 16 -> 8", lambda: build(16, 4, 2))
-    s.run("forward float32 (2, 5, 16), 4 heads", forward((2, 5, 16), 4, None, 10, torch.float32))
-    s.run("forward float64 (1, 7, 24), GQA: 6 heads, 2 kv heads", forward((1, 7, 24), 6, 2, 20))
-    s.run("forward float64 (2, 4, 16), MQA: 4 heads, 1 kv head", forward((2, 4, 16), 4, 1, 30))
+    run_cases(s, cls, CASES, reference=_forward_reference, mutants=MHA_MUTANTS, call=forward,
+              prefix="forward ")
     s.run("KV cache: 6 tokens one at a time = the full pass (4 heads, 2 kv heads)",
           decode(4, 2, 1, 40))
     s.run("KV cache: a prompt of 3, then 3 tokens one at a time (4 heads)", decode(4, 4, 3, 50))
