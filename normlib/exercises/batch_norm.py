@@ -14,6 +14,7 @@ from torch import nn
 
 import normlib as nl
 
+from ._cases import new_module
 from ._compare import BROADCAST_ERROR, close, randn
 from ._probes import fmt, near, output
 from ._session import Fail, Session
@@ -47,10 +48,7 @@ def check_batch_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
 
     def build(C, dtype=torch.float64, **kwargs):
         """The learner's module with random weight/bias, and the reference with the same."""
-        m = s.call(cls, C, **kwargs)
-        if not isinstance(m, nn.Module):
-            raise Fail(f"BatchNorm({C}) built a {type(m).__name__}, expected an nn.Module", "raised")
-        m = s.call(m.to, dtype)
+        m = s.call(new_module(s, cls, C, what=f"BatchNorm({C})", **kwargs).to, dtype)
         ref = nl.BatchNorm(C, **kwargs).to(dtype)
         w, b = _affine(m)
         with torch.no_grad():
@@ -74,9 +72,7 @@ def check_batch_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
         return rm.detach().double().clone(), rv.detach().double().clone()     # a snapshot
 
     def structure():
-        m = s.call(cls, 3)
-        if not isinstance(m, nn.Module):
-            raise Fail(f"BatchNorm(3) built a {type(m).__name__}, expected an nn.Module", "raised")
+        m = new_module(s, cls, 3, what="BatchNorm(3)")
         rm, rv = running(m, 3)
         buffers, params = dict(m.named_buffers()), dict(m.named_parameters())
         for name in ("running_mean", "running_var"):

@@ -15,6 +15,7 @@ from torch import nn
 
 import normlib as nl
 
+from ._cases import Case, new_module, run_cases
 from ._compare import randn
 from ._probes import fmt, near, output
 from ._session import Fail, Session
@@ -111,6 +112,21 @@ class _Sublayer(nn.Module):
         return 2 * torch.tanh(x @ self.weight.T + self.bias)
 
 
+def _case(shape, N, seed, dtype=torch.float32, note=""):
+    """x ~ 1.5 N(0, 1) of ``shape`` and a fixed sublayer, for a DeepNorm of n_layers = N."""
+    return Case(", ".join(filter(None, [note, f"n_layers={N}"])), lambda: (
+        randn(*shape, seed=seed, dtype=dtype, scale=1.5), _Sublayer(shape[-1], seed + 1, dtype)),
+        {"n_layers": N})
+
+
+# forward uses the module's own alpha and beta, so a wrong constant is reported only above
+CASES = [
+    _case((2, 5, 8), 6, 10),
+    _case((3, 4, 6), 12, 20, torch.float64),
+    _case((2, 8), 1, 30, note="a batch of 2"),
+]
+
+
 def check_deep_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check the class ``cls(d_model, n_layers)`` (alpha, beta, forward(x, sublayer))."""
     s = Session("DeepNorm", DEEP_NORM_MISTAKES, exercise="deep_norm",
@@ -119,11 +135,7 @@ def check_deep_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
         return s.result()
 
     def build(d, N, dtype=torch.float32):
-        m = s.call(cls, d, N)
-        if not isinstance(m, nn.Module):
-            raise Fail(f"DeepNorm({d}, {N}) built a {type(m).__name__}, expected an nn.Module",
-                       "raised")
-        return s.call(m.to, dtype)
+        return s.call(new_module(s, cls, d, N, what=f"DeepNorm({d}, {N})").to, dtype)
 
     def constants(m):
         try:
@@ -148,18 +160,16 @@ def check_deep_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
                        "wrong_exponents")
         return check
 
-    def check_forward(shape, N, seed, dtype=torch.float32):
-        def check():
-            d = shape[-1]
-            m = build(d, N, dtype)
-            x = randn(*shape, seed=seed, dtype=dtype, scale=1.5)
-            sub = _Sublayer(d, seed + 1, dtype)
-            got = s.call(m, x, sub)
-            if sub.calls > 1:
-                raise Fail(f"sublayer called {sub.calls} times in one forward", "sublayer_calls")
-            a, b = own_constants(m, N)
-            s.expect_close(got, _ln(a * x + sub(x)), mutants=_forward_mutants(x, sub, a, b))
-        return check
+    def forward(cls, x, sub, n_layers):
+        m = build(x.shape[-1], n_layers, x.dtype)
+        return m, s.call(m, x, sub)
+
+    def judge(got, args, case):
+        (m, out), (x, sub, N) = got, args
+        if sub.calls > 1:
+            raise Fail(f"sublayer called {sub.calls} times in one forward", "sublayer_calls")
+        a, b = own_constants(m, N)
+        s.expect_close(out, _ln(a * x + sub(x)), mutants=_forward_mutants(x, sub, a, b))
 
     def own_constants(m, N):
         """The learner's alpha and beta (so that forward is checked apart from the constants)."""
@@ -179,11 +189,7 @@ def check_deep_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
 
     for N in (1, 6, 100):
         s.run(f"alpha, beta for n_layers={N}", check_constants(N))
-    # forward uses the module's own alpha and beta, so a wrong constant is reported only above
-    s.run("forward float32 (2, 5, 8), n_layers=6", check_forward((2, 5, 8), 6, 10))
-    s.run("forward float64 (3, 4, 6), n_layers=12", check_forward((3, 4, 6), 12, 20,
-                                                                  torch.float64))
-    s.run("forward float32 (2, 8), a batch of 2, n_layers=1", check_forward((2, 8), 1, 30))
+    run_cases(s, cls, CASES, call=forward, judge=judge, prefix="forward ")
     s.run("backward float64 (2, 3, 6)", check_backward)
     s.probe(*_probes(s, cls))
     return s.result()
