@@ -48,7 +48,7 @@ class Case:
         x = args[0] if args else None
         return label(x.dtype, x.shape, self.note) if isinstance(x, torch.Tensor) else self.note
 
-    def passed(self) -> dict:
+    def learner_kwargs(self) -> dict:
         return {k: v for k, v in self.kwargs.items() if k not in self.defaults}
 
 
@@ -74,7 +74,7 @@ def run_cases(s, fn, cases, *, reference=None, mutants=(), call=None, judge=None
 
 
 def _check(s, fn, case: Case, args: tuple, reference, mutants, call, judge):
-    got = call(fn, *args, **case.passed())
+    got = call(fn, *args, **case.learner_kwargs())
     full = (*args, *case.kwargs.values())
     if judge is not None:
         return judge(got, full, case)
@@ -84,7 +84,7 @@ def _check(s, fn, case: Case, args: tuple, reference, mutants, call, judge):
 def run_backward(s, fn, case: Case, names: tuple[str, ...], *, reference, mutants) -> None:
     """The gradients of sum(out * g) w.r.t. the inputs (named ``names``), against the
     reference's, naming the mutant they match."""
-    args, rest, passed = case.inputs(), tuple(case.kwargs.values()), case.passed()
+    args, rest, passed = case.inputs(), tuple(case.kwargs.values()), case.learner_kwargs()
     s.run(case.label(args), lambda: s.expect_grads(
         lambda *a: fn(*a, **passed), lambda *a: reference(*a, *rest),
         dict(zip(names, args, strict=True)),
