@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import DTYPES, close
+from tolerances import DTYPES, close
 
 import normlib as nl
 

@@ -3,7 +3,7 @@
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import DTYPES, close
+from tolerances import DTYPES, close
 
 import normlib as nl
 

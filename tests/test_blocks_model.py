@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 import torch
-from conftest import close
+from tolerances import close
 from torch.func import functional_call, stack_module_state
 
 import normlib as nl

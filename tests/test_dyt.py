@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from conftest import DTYPES, close
+from tolerances import DTYPES, close
 
 import normlib as nl
 

@@ -4,7 +4,7 @@ conversion of multi-head attention to GQA by mean-pooling (Ainslie et al. 2023, 
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import DTYPES, close
+from tolerances import DTYPES, close
 
 import normlib as nl
 

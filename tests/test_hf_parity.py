@@ -3,7 +3,7 @@
 Every HF module is built from a config object (no download). Tolerances, per comparison:
 - bit for bit (torch.equal) where both sides run the same operations: LlamaRMSNorm in
   fp32/bf16/fp16, RoPE with HF's own inv_freq in fp32;
-- the project's tolerance (conftest.close: float32 at assert_close's defaults, rtol 1.3e-6 and
+- the project's tolerance (tolerances.close: float32 at assert_close's defaults, rtol 1.3e-6 and
   atol 1e-5; half types one ulp of the tensor's scale) where the operations differ by rounding:
   SiLU fused (HF) vs x * sigmoid(x) (normlib); cos/sin rounded to bf16 before the product (HF)
   vs after (normlib); frequencies computed in float32 (HF) vs float64 (normlib);
@@ -18,7 +18,7 @@ import functools
 
 import pytest
 import torch
-from conftest import close
+from tolerances import close
 
 import normlib as nl
 from normlib.hf import hf_llama_to_normlib_name, load_llama_weights

@@ -5,7 +5,7 @@ sliding-window layers with their own RoPE base, RMSNorm scaled by 1 + weight).
 
 Each HF model is built from a config object with tiny sizes (nothing downloaded) and run on
 ``inputs_embeds``, so its whole decoder stack and final norm are compared; the weights are copied
-into ``nl.TransformerBlock``s by name. Float32 at the project's tolerance (conftest.close:
+into ``nl.TransformerBlock``s by name. Float32 at the project's tolerance (tolerances.close:
 rtol 1.3e-6, atol 1e-5); the HF side computes with ``F.scaled_dot_product_attention`` ("sdpa",
 HF's default) or its hand-written "eager" attention.
 """
@@ -14,7 +14,7 @@ import functools
 
 import pytest
 import torch
-from conftest import close
+from tolerances import close
 
 import normlib as nl
 

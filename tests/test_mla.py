@@ -5,7 +5,7 @@ keys and values written with sdpa."""
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import close
+from tolerances import close
 
 import normlib as nl
 

@@ -3,9 +3,9 @@
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import DTYPES, HALF, close
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tolerances import DTYPES, HALF, close
 from torch import nn
 
 import normlib as nl

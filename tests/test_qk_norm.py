@@ -4,7 +4,7 @@ sdpa: per head before RoPE (Qwen3, Gemma 3) and over the whole projection (OLMo 
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import close
+from tolerances import close
 
 import normlib as nl
 

@@ -2,9 +2,9 @@
 
 import pytest
 import torch
-from conftest import DTYPES, close
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tolerances import DTYPES, close
 
 import normlib as nl
 
