@@ -16,12 +16,12 @@ from torch import nn
 import normlib as nl
 
 from ._cases import Case, new_module, run_cases
-from ._compare import randn
+from ._compare import bind, randn
 from ._probes import fmt, near, output
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["check_deep_norm", "DEEP_NORM_MISTAKES", "DEEP_NORM_CONSTANT_MUTANTS"]
+__all__ = ["check_deep_norm", "DEEP_NORM_MISTAKES", "DEEP_NORM_CONSTANT_MUTANTS", "DEEP_NORM_MUTANTS"]
 
 DEEP_NORM_MISTAKES = {
     "missing_constants": ("no alpha/beta attributes", "the module needs attributes alpha and beta "
@@ -82,18 +82,17 @@ def _ln(z):
     return nl.layer_norm(z, z.shape[-1], eps=1e-5)
 
 
-def _forward_mutants(x, sub, a, b):
-    return [
-        ("alpha_on_sublayer", lambda: _ln(x + a * sub(x))),
-        ("beta_at_run_time", lambda: _ln(a * x + sub(b * x))),
-        ("beta_at_run_time", lambda: _ln(a * x + b * sub(x))),
-        ("beta_at_run_time", lambda: _ln(a * b * x + sub(x))),
-        ("no_alpha", lambda: _ln(x + sub(x))),
-        ("no_layer_norm", lambda: a * x + sub(x)),
-        ("pre_norm", lambda: x + sub(_ln(x))),
-        ("pre_norm", lambda: a * x + sub(_ln(x))),
-        ("sublayer_of_scaled_x", lambda: _ln(a * x + sub(a * x))),
-    ]
+DEEP_NORM_MUTANTS = [         # forward mistakes, f(x, sublayer, alpha, beta)
+    ("alpha_on_sublayer", lambda x, sub, a, b: _ln(x + a * sub(x))),
+    ("beta_at_run_time", lambda x, sub, a, b: _ln(a * x + sub(b * x))),
+    ("beta_at_run_time", lambda x, sub, a, b: _ln(a * x + b * sub(x))),
+    ("beta_at_run_time", lambda x, sub, a, b: _ln(a * b * x + sub(x))),
+    ("no_alpha", lambda x, sub, a, b: _ln(x + sub(x))),
+    ("no_layer_norm", lambda x, sub, a, b: a * x + sub(x)),
+    ("pre_norm", lambda x, sub, a, b: x + sub(_ln(x))),
+    ("pre_norm", lambda x, sub, a, b: a * x + sub(_ln(x))),
+    ("sublayer_of_scaled_x", lambda x, sub, a, b: _ln(a * x + sub(a * x))),
+]
 
 
 class _Sublayer(nn.Module):
@@ -169,7 +168,7 @@ def check_deep_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
         if sub.calls > 1:
             raise Fail(f"sublayer called {sub.calls} times in one forward", "sublayer_calls")
         a, b = own_constants(m, N)
-        s.expect_close(out, _ln(a * x + sub(x)), mutants=_forward_mutants(x, sub, a, b))
+        s.expect_close(out, _ln(a * x + sub(x)), mutants=bind(DEEP_NORM_MUTANTS, x, sub, a, b))
 
     def own_constants(m, N):
         """The learner's alpha and beta (so that forward is checked apart from the constants)."""
@@ -185,7 +184,7 @@ def check_deep_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
         a, b = own_constants(m, N)
         x = randn(2, 3, d, seed=40, dtype=torch.float64)
         s.expect_grads(lambda x: m(x, sub), lambda x: _ln(a * x + sub(x)), {"x": x},
-                       mutants=_mutant_fns(sub, a, b))
+                       mutants=[(k, (lambda x, f=f: f(x, sub, a, b))) for k, f in DEEP_NORM_MUTANTS])
 
     for N in (1, 6, 100):
         s.run(f"alpha, beta for n_layers={N}", check_constants(N))
@@ -193,12 +192,6 @@ def check_deep_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
     s.run("backward float64 (2, 3, 6)", check_backward)
     s.probe(*_probes(s, cls))
     return s.result()
-
-
-def _mutant_fns(sub, a, b):
-    """The forward mutants as functions of x (for the gradient check)."""
-    return [(key, (lambda x, i=i: _forward_mutants(x, sub, a, b)[i][1]()))
-            for i, (key, _) in enumerate(_forward_mutants(torch.zeros(1), sub, a, b))]
 
 
 def _probes(s: Session, cls) -> list:
