@@ -21,7 +21,7 @@ from functools import reduce
 import torch
 from torch import nn
 
-from ._compare import bind, label, randn, tolerance
+from ._compare import bind, bind_last, label, randn, tolerance
 from ._session import Fail
 
 __all__ = ["Case", "DoesNotApply", "run_cases", "run_backward", "expect", "norm_inputs",
@@ -88,7 +88,7 @@ def run_backward(s, fn, case: Case, names: tuple[str, ...], *, reference, mutant
     s.run(case.label(args), lambda: s.expect_grads(
         lambda *a: fn(*a, **passed), lambda *a: reference(*a, *rest),
         dict(zip(names, args, strict=True)),
-        mutants=[(k, (lambda *a, f=f: f(*a, *rest))) for k, f in mutants]))
+        mutants=bind_last(mutants, *rest)))
 
 
 def norm_inputs(shape: tuple[int, ...], seed: int, dtype=torch.float32, *, n_params: int,

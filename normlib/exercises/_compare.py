@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 __all__ = ["tolerance", "close", "max_error", "grad_output", "randn", "label", "bind",
-           "BROADCAST_ERROR"]
+           "bind_last", "BROADCAST_ERROR"]
 
 # torch's messages when shapes do not broadcast: the usual sign of a statistic without keepdim.
 BROADCAST_ERROR = r"must match the size of tensor|cannot be broadcast|not broadcastable"
@@ -63,3 +63,9 @@ def label(dtype: torch.dtype, shape, note: str = "") -> str:
 def bind(mutants, *args) -> list:
     """Bind a table of mutants [(key, f), ...] to one set of inputs: [(key, thunk), ...]."""
     return [(key, (lambda f=f: f(*args))) for key, f in mutants]
+
+
+def bind_last(mutants, *rest) -> list:
+    """Fix the trailing arguments of a table of mutants: [(key, f(*a, *rest))], for the gradient
+    check, which calls each mutant on fresh leaves ``a``."""
+    return [(key, (lambda *a, f=f: f(*a, *rest))) for key, f in mutants]

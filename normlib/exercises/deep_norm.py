@@ -16,7 +16,7 @@ from torch import nn
 import normlib as nl
 
 from ._cases import Case, new_module, run_cases
-from ._compare import bind, randn
+from ._compare import bind, bind_last, randn
 from ._probes import fmt, near, output
 from ._session import Fail, Session
 from .result import CheckResult
@@ -184,7 +184,7 @@ def check_deep_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
         a, b = own_constants(m, N)
         x = randn(2, 3, d, seed=40, dtype=torch.float64)
         s.expect_grads(lambda x: m(x, sub), lambda x: _ln(a * x + sub(x)), {"x": x},
-                       mutants=[(k, (lambda x, f=f: f(x, sub, a, b))) for k, f in DEEP_NORM_MUTANTS])
+                       mutants=bind_last(DEEP_NORM_MUTANTS, sub, a, b))
 
     for N in (1, 6, 100):
         s.run(f"alpha, beta for n_layers={N}", check_constants(N))

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 import normlib as nl
 
 from ._cases import Case, load_weights, new_module, run_cases
-from ._compare import randn
+from ._compare import bind_last, randn
 from ._probes import near, output
 from ._session import Fail, Session
 from ._shared import PROJECTION_MISTAKES
@@ -239,7 +239,7 @@ def check_llama_block(cls, *, time_limit: float = 3.0) -> CheckResult:
         x = randn(2, 4, 8, seed=69, dtype=torch.float64)
         ref = _reference(W, 2, 2, 12, torch.float64)
         s.expect_grads(lambda x: m(x), lambda x: ref(x), {"x": x},
-                       mutants=[(k, (lambda x, f=f: f(x, W, 2, 2, 12))) for k, f in LLAMA_MUTANTS])
+                       mutants=bind_last(LLAMA_MUTANTS, W, 2, 2, 12))
 
     s.run("__init__(16, 4, 40): RMSNorm weights, attention, SwiGLU FFN (bias-free)",
           lambda: build(16, 4, 40))

@@ -23,7 +23,7 @@ import torch
 import normlib as nl
 
 from ._cases import Case, load_weights, new_module, run_cases
-from ._compare import close, randn, tolerance
+from ._compare import bind_last, close, randn, tolerance
 from ._probes import fmt, near, output
 from ._session import Fail, Session
 from ._shared import PROJECTION_MISTAKES
@@ -259,7 +259,7 @@ def check_multi_head_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
         x = randn(2, 4, 8, seed=69, dtype=torch.float64)
         ref = _reference(W, 2, 2, torch.float64)
         s.expect_grads(lambda x: m(x), lambda x: ref(x), {"x": x},
-                       mutants=[(k, (lambda x, f=f: f(x, W, 2, 2))) for k, f in MHA_MUTANTS])
+                       mutants=bind_last(MHA_MUTANTS, W, 2, 2))
 
     s.run("__init__(16, 4): bias-free q_proj, k_proj, v_proj, o_proj (16 -> 16)",
           lambda: build(16, 4))

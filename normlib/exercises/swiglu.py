@@ -13,7 +13,7 @@ import torch.nn.functional as F
 import normlib as nl
 
 from ._cases import Case, load_weights, new_module, run_cases
-from ._compare import grad_output, randn
+from ._compare import bind_last, grad_output, randn
 from ._probes import near, output
 from ._session import Fail, Session
 from .result import CheckResult
@@ -140,7 +140,7 @@ def check_swiglu_ffn(cls, *, time_limit: float = 3.0) -> CheckResult:
         m, W1, W2, W3 = build(5, 7, torch.float64, 50)
         x = randn(2, 3, 5, seed=59, dtype=torch.float64)
         s.expect_grads(lambda x: m(x), lambda x: _ffn(x, W1, W2, W3), {"x": x},
-                       mutants=[(k, (lambda x, f=f: f(x, W1, W2, W3))) for k, f in SWIGLU_MUTANTS])
+                       mutants=bind_last(SWIGLU_MUTANTS, W1, W2, W3))
         for name, W in (("w1", W1), ("w2", W2), ("w3", W3)):
             Wl = W.clone().requires_grad_(True)
             args = {"w1": (Wl, W2, W3), "w2": (W1, Wl, W3), "w3": (W1, W2, Wl)}[name]
