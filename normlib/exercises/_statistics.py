@@ -6,7 +6,9 @@ n = B * H * W values per channel; m = momentum.
 
 from __future__ import annotations
 
-__all__ = ["BN_MISTAKES", "RUNNING_RULES", "bn_train_mutants", "bn_eval_mutants"]
+from ._cases import DoesNotApply
+
+__all__ = ["BN_MISTAKES", "RUNNING_RULES", "BN_TRAIN_MUTANTS", "BN_EVAL_MUTANTS"]
 
 BN_MISTAKES = {
     "not_buffers": ("running stats not buffers", "running_mean and running_var must be registered "
@@ -104,28 +106,33 @@ def _batch(x, w, b, eps, dims=None, unbiased=False, outside=False):
     return _normalize(x, w, b, eps, mu, var, outside)
 
 
-def bn_train_mutants(x, w, b, eps, rm, rv):
-    """[(key, thunk)] of wrong training-mode forwards for this input."""
-    muts = [
-        ("running_stats_in_train", lambda: _normalize(x, w, b, eps, _view(rm, x), _view(rv, x))),
-        ("layer_axis", lambda: _batch(x, w, b, eps, dims=tuple(range(1, x.dim())))),
-        ("unbiased_in_train", lambda: _batch(x, w, b, eps, unbiased=True)),
-        ("eps_outside_sqrt", lambda: _batch(x, w, b, eps, outside=True)),
-        ("eps_ignored", lambda: _batch(x, w, b, 1e-5)),
-        ("no_eps", lambda: _batch(x, w, b, 0.0)),
-    ]
-    if x.dim() == 4:
-        muts += [("wrong_dims_4d", (lambda d=d: _batch(x, w, b, eps, dims=d)))
-                 for d in ((0,), (0, 2), (0, 3), (2, 3), (0, 1, 2, 3))]
-    return muts
+def _per_channel_4d(dims):
+    """Statistics over ``dims`` of a (B, C, H, W) input: a mistake only 4-D input shows."""
+    def f(x, w, b, eps, rm, rv):
+        if x.dim() != 4:
+            raise DoesNotApply
+        return _batch(x, w, b, eps, dims=dims)
+    return f
 
 
-def bn_eval_mutants(x, w, b, eps, rm, rv):
-    """[(key, thunk)] of wrong eval-mode forwards for this input and these running statistics."""
-    return [
-        ("batch_stats_in_eval", lambda: _batch(x, w, b, eps)),
-        ("eps_outside_sqrt", lambda: _normalize(x, w, b, eps, _view(rm, x), _view(rv, x), True)),
-    ]
+# wrong forwards, each f(x, weight, bias, eps, running_mean, running_var)
+BN_TRAIN_MUTANTS = [
+    ("running_stats_in_train", lambda x, w, b, eps, rm, rv: _normalize(
+        x, w, b, eps, _view(rm, x), _view(rv, x))),
+    ("layer_axis", lambda x, w, b, eps, rm, rv: _batch(x, w, b, eps,
+                                                       dims=tuple(range(1, x.dim())))),
+    ("unbiased_in_train", lambda x, w, b, eps, rm, rv: _batch(x, w, b, eps, unbiased=True)),
+    ("eps_outside_sqrt", lambda x, w, b, eps, rm, rv: _batch(x, w, b, eps, outside=True)),
+    ("eps_ignored", lambda x, w, b, eps, rm, rv: _batch(x, w, b, 1e-5)),
+    ("no_eps", lambda x, w, b, eps, rm, rv: _batch(x, w, b, 0.0)),
+    *[("wrong_dims_4d", _per_channel_4d(d)) for d in ((0,), (0, 2), (0, 3), (2, 3), (0, 1, 2, 3))],
+]
+
+BN_EVAL_MUTANTS = [
+    ("batch_stats_in_eval", lambda x, w, b, eps, rm, rv: _batch(x, w, b, eps)),
+    ("eps_outside_sqrt", lambda x, w, b, eps, rm, rv: _normalize(
+        x, w, b, eps, _view(rm, x), _view(rv, x), True)),
+]
 
 
 def _rule(biased=False, reversed_=False, fixed_m=None, n_is_batch=False, replace=False,

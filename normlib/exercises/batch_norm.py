@@ -15,10 +15,10 @@ from torch import nn
 import normlib as nl
 
 from ._cases import new_module
-from ._compare import BROADCAST_ERROR, close, randn
+from ._compare import BROADCAST_ERROR, bind, close, randn
 from ._probes import fmt, near, output
 from ._session import Fail, Session
-from ._statistics import BN_MISTAKES, RUNNING_RULES, bn_eval_mutants, bn_train_mutants
+from ._statistics import BN_EVAL_MUTANTS, BN_MISTAKES, BN_TRAIN_MUTANTS, RUNNING_RULES
 from .result import CheckResult
 
 __all__ = ["check_batch_norm", "BN_MISTAKES"]
@@ -96,7 +96,7 @@ def check_batch_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
             got = s.call(m, x)
             want = ref(x)
         w, b = ref.weight.detach(), ref.bias.detach()
-        mutants = bn_train_mutants(x, w, b, ref.eps, rm0, rv0)
+        mutants = bind(BN_TRAIN_MUTANTS, x, w, b, ref.eps, rm0, rv0)
         if no_grad:         # running statistics used here: train/eval decided by the grad mode
             mutants = [("grad_mode_not_training" if k == "running_stats_in_train" else k, f)
                        for k, f in mutants]
@@ -127,8 +127,8 @@ def check_batch_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
             rm, rv = running(m, C)
             x = randn(*shape, seed=seed + 99, scale=3.0, offset=-1.0, dtype=torch.float64)
             got = s.call(m, x)
-            s.expect_close(got, ref(x), mutants=bn_eval_mutants(
-                x, ref.weight.detach(), ref.bias.detach(), ref.eps, rm, rv))
+            s.expect_close(got, ref(x), mutants=bind(
+                BN_EVAL_MUTANTS, x, ref.weight.detach(), ref.bias.detach(), ref.eps, rm, rv))
             if not (close(running(m, C)[0], rm, (0, 0)) and close(running(m, C)[1], rv, (0, 0))):
                 raise Fail("eval mode changed the running statistics", "updated_in_eval")
         return four_d(check) if len(shape) == 4 else check
@@ -146,8 +146,8 @@ def check_batch_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
         s.call(m.eval)
         ref.eval()
         x = randn(6, 3, seed=75, scale=2.0, dtype=torch.float64)
-        s.expect_close(s.call(m, x), ref(x), mutants=bn_eval_mutants(
-            x, ref.weight.detach(), ref.bias.detach(), ref.eps, rm, rv))
+        s.expect_close(s.call(m, x), ref(x), mutants=bind(
+            BN_EVAL_MUTANTS, x, ref.weight.detach(), ref.bias.detach(), ref.eps, rm, rv))
 
     def one_step(shape, seed, *, no_grad=False, edit=None, dtype=torch.float64, **kwargs):
         def check():
