@@ -339,6 +339,64 @@ def test_the_shared_norm_probes_emit_only_catalogued_keys():
         assert mistake_codes.emitted_keys(module) <= known | set(GENERIC_MISTAKES)
 
 
+def _mutant_calls(module):
+    """(table name, key, thunk) for every mutant of a checker module's tables, each called on
+    every forward case's arguments as its checker calls it: like the reference,
+    f(*inputs, *kwargs.values()); DeepNorm's as f(x, sublayer, alpha, beta) with DeepNet's
+    constants; the schedule's as f(step, warmup, total, min_ratio) at its first steps."""
+    from normlib.exercises import deep_norm
+    for name, table in vars(module).items():
+        if not name.endswith("_MUTANTS") or name == "DEEP_NORM_CONSTANT_MUTANTS":
+            continue
+        tables = table.items() if isinstance(table, dict) else [(None, table)]
+        for case in module.CASES:
+            full = (*case.inputs(), *case.kwargs.values())
+            if module is deep_norm:
+                x, sub, n = full
+                full = (x, sub, *deep_norm.nl.deepnorm_constants(num_encoder_layers=n)["encoder"])
+            for part, rows in tables:
+                for key, f in rows:
+                    if name == "WARMUP_MUTANTS":
+                        yield name, key, lambda f=f, full=full: [f(k, *full) for k in range(3)]
+                    else:
+                        yield f"{name}[{part}]" if part else name, key, \
+                            lambda f=f, full=full: f(*full)
+
+
+CASE_MODULES = ["attention", "deep_norm", "gelu", "layer_norm", "layer_norm_backward",
+                "llama_block", "multi_head_attention", "online_softmax", "qk_norm", "rms_norm",
+                "rope", "schedule", "sliding_window", "swiglu"]
+
+
+@pytest.mark.parametrize("name", CASE_MODULES)
+def test_every_mutant_takes_the_arguments_its_checker_passes(name):
+    """A mutant may fail on an input it means nothing for (the session skips it), but one whose
+    arguments do not match the table's convention would be skipped on every input, silently: the
+    mistake it stands for would never be named. A TypeError from the call is that bug."""
+    import importlib
+    module = importlib.import_module(f"normlib.exercises.{name}")
+    assert module.CASES
+    calls = list(_mutant_calls(module))
+    assert calls, f"{name}: no mutant table found"
+    wrong = []
+    for table, key, call in calls:
+        try:
+            with torch.no_grad():
+                call()
+        except TypeError as exc:
+            wrong.append(f"{table}: {key}: {exc}")
+        except Exception:        # does not apply to this input (DoesNotApply, a shape error)
+            pass
+    assert not wrong, "\n".join(wrong[:5])
+
+
+def test_a_mutant_with_the_wrong_arguments_is_caught(monkeypatch):
+    from normlib.exercises import gelu
+    monkeypatch.setattr(gelu, "GELU_MUTANTS", [*gelu.GELU_MUTANTS, ("exact_erf", lambda x, e: x)])
+    with pytest.raises(AssertionError, match="exact_erf"):
+        test_every_mutant_takes_the_arguments_its_checker_passes("gelu")
+
+
 def test_the_key_scanner_finds_a_typo(tmp_path, monkeypatch):
     (tmp_path / "m.py").write_text('def probe():\n    return ("eps_outsde_sqrt", f"Your {1}")\n'
                                    'def check():\n    raise Fail("detail", "not_centered")\n')
