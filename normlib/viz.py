@@ -171,8 +171,9 @@ def levels(ax, lines: dict, at: float, **text_kw) -> None:
 # from the last full drawing, as matplotlib's FuncAnimation(blit=True) does: they are marked
 # animated, so a full drawing leaves them out, and a change to them does not mark the figure stale.
 # A stale figure after an update (a new title, limits, a removed line: anything else) is drawn in
-# full, which keeps a new background. The image is cropped to the content, and sent to the browser
-# as one message.
+# full, which keeps a new background. The image is cropped to the content (found in the drawn
+# pixels: measuring every text again with get_tightbbox cost as much as the drawing), and sent to
+# the browser as one message.
 
 class _Live:
     """A live figure's state, kept on the figure (``fig._normlib_live``): closing the figure frees
@@ -297,20 +298,45 @@ def _draw(fig, state: _Live) -> None:
     last drawing failed; then the moving artists over it. A drawing that raises leaves the next
     one to draw in full."""
     try:
-        if state.background is None or fig.stale:
+        full = state.background is None or fig.stale
+        if full:
             state.background = None
             fig.canvas.draw()
-            state.box = fig.get_tightbbox(fig.canvas.get_renderer())
-            fig.stale = False       # measuring puts the axes' titles back in place: not a change
             state.background = fig.canvas.copy_from_bbox(fig.bbox)
         else:
             fig.canvas.restore_region(state.background)
         for artist in state.moving:
             fig.draw_artist(artist)
+        if full:
+            state.box = _drawn_box(fig)
+            if state.box is None:   # something may go on past the canvas: measure it all
+                state.box = fig.get_tightbbox(fig.canvas.get_renderer())
         fig.stale = False           # drawing them places their parts (ticks): not a change
     except BaseException:
         state.background = None
         raise
+
+
+def _drawn_box(fig):
+    """The box (inches) of what is on the canvas: the rows and columns with a pixel that is not
+    the figure's background colour. None when a drawn pixel touches the canvas's edge (the content
+    may go on past it) or the background is not opaque: then only ``fig.get_tightbbox`` can tell,
+    which lays out every tick label again and costs about as much as the drawing itself."""
+    face = mpl.colors.to_rgba(fig.get_facecolor())
+    if face[3] < 1 or not fig.patch.get_visible():
+        return None
+    from matplotlib.transforms import Bbox
+    rgba = np.asarray(fig.canvas.buffer_rgba())                       # (H, W, 4) uint8
+    height, width = rgba.shape[:2]
+    background = np.array([round(c * 255) for c in face], dtype=np.uint8).view(np.uint32)
+    drawn = np.ascontiguousarray(rgba).view(np.uint32)[..., 0] != background      # (H, W)
+    rows, cols = np.flatnonzero(drawn.any(1)), np.flatnonzero(drawn.any(0))
+    if rows.size == 0:
+        return Bbox.from_extents(0, 0, width / fig.dpi, height / fig.dpi)
+    if rows[0] == 0 or cols[0] == 0 or rows[-1] == height - 1 or cols[-1] == width - 1:
+        return None
+    return Bbox.from_extents(cols[0] / fig.dpi, (height - 1 - rows[-1]) / fig.dpi,
+                             (cols[-1] + 1) / fig.dpi, (height - rows[0]) / fig.dpi)
 
 
 def _content_box(fig, state: _Live):
@@ -347,10 +373,11 @@ def _grow_to_fit(fig, tight) -> None:
 
 
 def png(fig) -> bytes:
-    """The live figure ``fig`` drawn to PNG bytes (see ``_draw``), cropped as the inline backend
-    crops (bbox_inches="tight"), but never narrower than the figure, so that the image keeps its
-    width while a title changes. A figure whose content sticks out of it is enlarged to hold it
-    (except under a layout engine, which keeps the content inside)."""
+    """The live figure ``fig`` drawn to PNG bytes (see ``_draw``), cropped to its content with
+    savefig's padding, as the inline backend crops (bbox_inches="tight"), but never narrower than
+    the figure, so that the image keeps its width while a title changes. A figure whose content
+    sticks out of it is enlarged to hold it (except under a layout engine, which keeps the
+    content inside)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.transforms import Bbox
     from PIL import Image

@@ -394,3 +394,28 @@ def test_a_figure_under_a_layout_engine_keeps_its_axes_in_the_layout():
     moved = viz.png(fig)
     assert ax.get_in_layout() and tuple(fig.get_size_inches()) == tuple(plt.rcParams["figure.figsize"])
     assert _edges_are_blank(moved)
+
+
+@pytest.mark.parametrize("mode", [viz.reading_mode, viz.lecture_mode])
+def test_the_crop_found_in_the_pixels_is_the_measured_one(mode):
+    """A full drawing finds its content box in the drawn pixels instead of measuring every text
+    again (get_tightbbox): the two agree to within 4 px (a text's box includes the blank above
+    and below its glyphs: 3.6 px for lecture mode's x label; a line's antialiased edge lies
+    outside the axes' box by a pixel or two); content
+    touching the canvas's edge, or a transparent background, leaves the measuring to
+    get_tightbbox."""
+    mode()
+    fig, ax, x, line, legend = _line_and_legend()
+    ax.set_title("a title with descenders: gyp")
+    fig.canvas.draw()
+    found, measured = viz._drawn_box(fig), fig.get_tightbbox(fig.canvas.get_renderer())
+    assert found is not None
+    px = np.abs(np.array(found.extents) - np.array(measured.extents)) * fig.dpi
+    assert px.max() <= 4, (found.extents, measured.extents)
+    fig.text(-0.02, 0.5, "past the left edge")
+    fig.canvas.draw()
+    assert viz._drawn_box(fig) is None
+    fig.patch.set_alpha(0.5)
+    fig.canvas.draw()
+    assert viz._drawn_box(fig) is None
+    plt.close(fig)
