@@ -100,7 +100,9 @@ _GATES = {
     "geglu": gelu,                 # GEGLU    = GELU(xW) * xV
     "swiglu": silu,                # SwiGLU   = Swish_1(xW) * xV
 }
-GLU_VARIANTS = tuple(_GATES)
+GLU_VARIANTS = tuple(_GATES)       # Shazeer 2020's five, the ones lesson 07 compares
+# GEGLU with GELU's tanh form: Gemma's FFN (HF's hidden_activation "gelu_pytorch_tanh")
+_GATES["geglu_tanh"] = lambda g: gelu(g, approximate="tanh")
 
 
 def glu_variant(gate: torch.Tensor, up: torch.Tensor, variant: str) -> torch.Tensor:
@@ -109,13 +111,14 @@ def glu_variant(gate: torch.Tensor, up: torch.Tensor, variant: str) -> torch.Ten
     Args:
         gate: (..., F), the projection xW that passes through the activation.
         up:   (..., F), the projection xV that it multiplies.
-        variant: "glu" | "bilinear" | "reglu" | "geglu" | "swiglu".
+        variant: "glu" | "bilinear" | "reglu" | "geglu" | "swiglu" (``GLU_VARIANTS``), or
+            "geglu_tanh" (GEGLU with ``gelu(approximate="tanh")``, as Gemma).
     Returns:
         (..., F).
     """
     check_tensor("glu_variant", "gate", gate)
     check_tensor("glu_variant", "up", up)
-    check_choice("glu_variant", "variant", variant, GLU_VARIANTS)
+    check_choice("glu_variant", "variant", variant, _GATES)
     if gate.shape != up.shape:
         raise ValueError(f"glu_variant: gate and up must have the same shape, "
                          f"got {tuple(gate.shape)} and {tuple(up.shape)}")
@@ -151,6 +154,7 @@ class GLUFeedForward(nn.Module):
 
     Three matrices instead of two, so d_ff is usually 2/3 of the plain FFN's to keep the
     parameter count (see ``llama_ffn_hidden_dim``). Biases are omitted by default, as in the paper.
+    variant: a name of ``GLU_VARIANTS``, or "geglu_tanh" (Gemma's; see ``glu_variant``).
     """
 
     def __init__(self, d_model: int, d_ff: int, variant: str = "swiglu", bias: bool = False,
@@ -158,7 +162,7 @@ class GLUFeedForward(nn.Module):
         super().__init__()
         check_int("GLUFeedForward", "d_model", d_model, minimum=1)
         check_int("GLUFeedForward", "d_ff", d_ff, minimum=1)
-        check_choice("GLUFeedForward", "variant", variant, GLU_VARIANTS)
+        check_choice("GLUFeedForward", "variant", variant, _GATES)
         self.variant = variant
         factory = {"device": device, "dtype": dtype}
         self.w1 = nn.Linear(d_model, d_ff, bias=bias, **factory)   # gate  (HF gate_proj)

@@ -32,7 +32,7 @@ __all__ = ["TransformerBlock", "NORMS", "PLACEMENTS", "FFNS", "make_norm", "make
 NORMS = ("layernorm", "rmsnorm")
 PLACEMENTS = ("post", "pre", "deepnorm", "sandwich", "reordered")
 PLAIN_FFNS = ("relu", "gelu", "swish")          # FeedForward with the activation of that name
-FFNS = (*PLAIN_FFNS, *GLU_VARIANTS)
+FFNS = (*PLAIN_FFNS, *GLU_VARIANTS, "geglu_tanh")    # GLUFeedForward of that variant
 
 
 def make_norm(norm: str, d_model: int, fused: bool = False, eps: float = 1e-5, *,
@@ -72,7 +72,8 @@ class TransformerBlock(nn.Module):
         norm: "layernorm" | "rmsnorm" (DeepNorm is defined with LayerNorm; any norm is allowed).
         placement: "post" | "pre" | "deepnorm" | "sandwich" | "reordered" (module docstring).
             In "reordered" norm1 and norm2 act on the attention's and the FFN's outputs.
-        ffn: "relu" | "gelu" | "swish" | "glu" | "bilinear" | "reglu" | "geglu" | "swiglu".
+        ffn: "relu" | "gelu" | "swish" | "glu" | "bilinear" | "reglu" | "geglu" | "swiglu" |
+            "geglu_tanh" (Gemma's: GEGLU with GELU's tanh form).
         d_ff: FFN hidden width (default: see ``make_ffn``).
         norm_eps: the norms' eps (1e-5; HF LlamaConfig's default rms_norm_eps is 1e-6).
         rope: rotate q and k with RoPE; rope_base: its frequency base; causal: mask future

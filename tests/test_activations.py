@@ -57,6 +57,13 @@ def test_glu_variants_follow_shazeer(variant, gate_fn):
     close(nl.glu_variant(gate, up, variant), gate_fn(gate) * up)
 
 
+def test_geglu_tanh_is_gemmas_gate():
+    # GEGLU with GELU's tanh form, HF's hidden_activation "gelu_pytorch_tanh" (Gemma 1 to 3)
+    gate, up = torch.randn(2, 5, 8), torch.randn(2, 5, 8)
+    close(nl.glu_variant(gate, up, "geglu_tanh"), F.gelu(gate, approximate="tanh") * up)
+    assert "geglu_tanh" not in nl.GLU_VARIANTS and "geglu_tanh" in nl.FFNS
+
+
 def test_glu_matches_torch_glu():
     gate, up = torch.randn(3, 6), torch.randn(3, 6)
     # F.glu(cat(a, b)) = a * sigmoid(b): a is the "up" half, b the gate.

@@ -135,11 +135,11 @@ def test_olmo2_decoder_equals_reordered_blocks_with_qk_norm_over_the_projection(
 def _gemma3(attn_implementation):
     """A two-layer Gemma 3: a sliding-window layer (W = 4, RoPE base 10,000) then a global one
     (RoPE base 1,000,000), Gemma 3's local and global bases. query_pre_attn_scalar = head_dim
-    makes HF's scale 1 / sqrt(D), normlib's; hidden_activation "gelu" is the exact GELU of
-    normlib's GEGLU (Gemma 3's own is "gelu_pytorch_tanh")."""
+    makes HF's scale 1 / sqrt(D), normlib's; the FFN is Gemma 3's default, hidden_activation
+    "gelu_pytorch_tanh", normlib's "geglu_tanh"."""
     gemma3 = hf()[2]
     config = gemma3.Gemma3TextConfig(**SIZES, rms_norm_eps=1e-6, query_pre_attn_scalar=16,
-                                     sliding_window=4, hidden_activation="gelu",
+                                     sliding_window=4,
                                      layer_types=["sliding_attention", "full_attention"],
                                      attn_implementation=attn_implementation)
     model = gemma3.Gemma3TextModel(config).eval()
@@ -147,7 +147,7 @@ def _gemma3(attn_implementation):
     bases = {kind: p["rope_theta"] for kind, p in config.rope_parameters.items()}
     assert bases == {"sliding_attention": 10000.0, "full_attention": 1e6}
     blocks = [nl.TransformerBlock(64, 4, 2, norm="rmsnorm", norm_eps=1e-6, placement="sandwich",
-                                  ffn="geglu", d_ff=96, rope=True, rope_base=bases[kind],
+                                  ffn="geglu_tanh", d_ff=96, rope=True, rope_base=bases[kind],
                                   qk_norm="per_head",
                                   sliding_window=4 if kind == "sliding_attention" else None)
               for kind in config.layer_types]
@@ -161,6 +161,7 @@ def _gemma3(attn_implementation):
 @pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])
 def test_gemma3_decoder_equals_sandwich_blocks_with_a_sliding_window_layer(attn_implementation):
     model, blocks, final = _gemma3(attn_implementation)
+    assert model.config.hidden_activation == "gelu_pytorch_tanh"       # Gemma 3's default
     assert blocks[0].attn.sliding_window == 4 and blocks[1].attn.sliding_window is None
     _compare(model, blocks, final, decode_from=5)             # the local layer decodes through
                                                               # a RollingKVCache of 3 keys
@@ -173,14 +174,13 @@ def test_gemma2_soft_capped_decoder_equals_sandwich_blocks_with_softcap():
     from transformers.models.gemma2 import modeling_gemma2 as gemma2
     cap = 5.0
     config = gemma2.Gemma2Config(**SIZES, rms_norm_eps=1e-6, query_pre_attn_scalar=16,
-                                 sliding_window=4, hidden_activation="gelu",
-                                 attn_logit_softcapping=cap,
+                                 sliding_window=4, attn_logit_softcapping=cap,
                                  layer_types=["sliding_attention", "full_attention"],
                                  attn_implementation="eager")
     model = gemma2.Gemma2Model(config).eval()
     _randomize_norms(model, 0.0)
     blocks = [nl.TransformerBlock(64, 4, 2, norm="rmsnorm", norm_eps=1e-6, placement="sandwich",
-                                  ffn="geglu", d_ff=96, rope=True,
+                                  ffn="geglu_tanh", d_ff=96, rope=True,
                                   rope_base=config.rope_parameters["rope_theta"],
                                   sliding_window=4 if kind == "sliding_attention" else None,
                                   softcap=cap)
