@@ -101,7 +101,7 @@ _GATES = {
     "swiglu": silu,                # SwiGLU   = Swish_1(xW) * xV
 }
 GLU_VARIANTS = tuple(_GATES)       # Shazeer 2020's five, the ones lesson 07 compares
-# GEGLU with GELU's tanh form: Gemma's FFN (HF's hidden_activation "gelu_pytorch_tanh")
+# GEGLU with GELU's tanh form: Gemma's FFN (HF's activation "gelu_pytorch_tanh")
 _GATES["geglu_tanh"] = lambda g: gelu(g, approximate="tanh")
 
 

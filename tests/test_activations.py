@@ -58,7 +58,7 @@ def test_glu_variants_follow_shazeer(variant, gate_fn):
 
 
 def test_geglu_tanh_is_gemmas_gate():
-    # GEGLU with GELU's tanh form, HF's hidden_activation "gelu_pytorch_tanh" (Gemma 1 to 3)
+    # GEGLU with GELU's tanh form, HF's activation "gelu_pytorch_tanh" (Gemma 1 to 3)
     gate, up = torch.randn(2, 5, 8), torch.randn(2, 5, 8)
     close(nl.glu_variant(gate, up, "geglu_tanh"), F.gelu(gate, approximate="tanh") * up)
     assert "geglu_tanh" not in nl.GLU_VARIANTS and "geglu_tanh" in nl.FFNS
