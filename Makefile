@@ -73,7 +73,8 @@ execute: setup
 		--ExecutePreprocessor.timeout=300 $(NB)
 
 # Lesson 04's warmup explorer browses 96 cached training runs, normlib/data/warmup_grid.json
-# (tools/warmup_grid.py); this recomputes them, about two minutes of CPU on one thread.
+# (tools/warmup_grid.py), which also keeps lesson 11's 6 Peri-LN runs; this recomputes them all,
+# about two minutes of CPU on one thread.
 .PHONY: warmup-grid
 warmup-grid: setup
 	$(PY) -m tools.warmup_grid

@@ -39,7 +39,7 @@ from .gqa_uptrain import mha_to_gqa
 from .hf import hf_llama_to_normlib_name, llama_model_config, load_llama_weights
 from .kv_cache import KVCache, kv_cache_bytes
 from .mla import MultiHeadLatentAttention, mla_cache_elements
-from .model import ModelConfig, TinyTransformerLM
+from .model import ModelConfig, TinyTransformerLM, stream_rms
 from .norms import BatchNorm, LayerNorm, RMSNorm, batch_norm, layer_norm, rms_norm
 from .rope import (
     ROPE_LAYOUTS,
@@ -73,6 +73,7 @@ __all__ = [
     "MultiHeadLatentAttention", "mla_cache_elements", "online_softmax_attention", "mha_to_gqa",
     "FFNS", "NORMS", "PLACEMENTS", "TransformerBlock", "make_ffn", "make_norm",
     "MarkovLanguage", "deepnorm_constants", "deepnorm_init_", "ModelConfig", "TinyTransformerLM",
+    "stream_rms",
     "hf_llama_to_normlib_name", "llama_model_config", "load_llama_weights",
     "BatchNorm", "LayerNorm", "RMSNorm", "batch_norm", "layer_norm", "rms_norm",
     "ROPE_LAYOUTS", "apply_rope", "apply_rope_complex", "half_to_interleaved",

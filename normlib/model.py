@@ -34,7 +34,7 @@ from .blocks import FFNS, NORMS, PLACEMENTS, TransformerBlock, make_norm
 from .deepnorm import deepnorm_constants, deepnorm_init_
 from .kv_cache import KVCache
 
-__all__ = ["ModelConfig", "TinyTransformerLM"]
+__all__ = ["ModelConfig", "TinyTransformerLM", "stream_rms"]
 
 
 @dataclass(frozen=True)
@@ -222,3 +222,24 @@ class TinyTransformerLM(nn.Module):
                 extra["cache"] = caches[i]
             x = block(x, **extra)                                           # (B, T, C)
         return self.lm_head(self.norm_f(x))                                 # (B, T, V)
+
+
+@torch.no_grad()
+def stream_rms(model: TinyTransformerLM, idx: torch.Tensor) -> torch.Tensor:
+    """How large the residual stream is after each block: the RMS over the C features of each
+    block's output, averaged over the B x T tokens of ``idx`` (B, T); returns (n_layers,) float32.
+
+    The outputs are caught with forward hooks during ``model(idx)``, so this measures exactly what
+    the model computes (lesson 11 compares placements with it; tools/warmup_grid.py stores it).
+    """
+    if not isinstance(model, TinyTransformerLM):
+        raise TypeError(f"stream_rms: model must be a TinyTransformerLM, got {type(model).__name__}")
+    seen = []
+    hooks = [block.register_forward_hook(lambda module, args, out: seen.append(out))
+             for block in model.blocks]
+    try:
+        model(idx)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return torch.stack([out.float().pow(2).mean(-1).sqrt().mean() for out in seen])   # (n_layers,)

@@ -7,6 +7,9 @@ grid. Training all of it takes about two minutes of CPU, far more than a lesson 
 losses ship with the package (``normlib/data/warmup_grid.json``) and the lesson's widget only reads
 them. The file records the grid, the settings, the torch version and the CPU it was computed on;
 the repository's ``tools/warmup_grid.py`` (``make warmup-grid``) recomputes it.
+
+The file also keeps lesson 11's runs of the output-norm placements in the same setting
+(``record["peri"]``): their losses and the trained models' residual-stream RMS per layer.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ PATH = pathlib.Path(__file__).resolve().parent / "data" / "warmup_grid.json"
 
 def load(path: str | pathlib.Path = PATH) -> dict:
     """The cached grid: the JSON record, with ``losses`` as a float tensor
-    (placements, warmups, peak_lrs, seeds, steps), NaN where a run had diverged."""
+    (placements, warmups, peak_lrs, seeds, steps), NaN where a run had diverged, and lesson 11's
+    ``peri["losses"]`` (placements, seeds, steps) and ``peri["stream_rms"]`` (placements, seeds,
+    n_layers) as float tensors."""
     path = pathlib.Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"load: no warmup grid at {path}; run `make warmup-grid` to create it")
@@ -32,6 +37,10 @@ def load(path: str | pathlib.Path = PATH) -> dict:
     record["losses"] = torch.tensor([[[[[nan if v is None else v for v in run] for run in by_seed]
                                         for by_seed in by_lr] for by_lr in by_warmup]
                                       for by_warmup in record["losses"]], dtype=torch.float32)
+    peri = record["peri"]
+    for key in ("losses", "stream_rms"):
+        peri[key] = torch.tensor([[[nan if v is None else v for v in run] for run in by_seed]
+                                  for by_seed in peri[key]], dtype=torch.float32)
     return record
 
 

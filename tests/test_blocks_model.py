@@ -261,3 +261,20 @@ def test_markov_language_is_frozen_and_refuses_a_table_too_large():
         lang.order = 3
     with pytest.raises(ValueError, match=r"vocab_size=64, order=4: 1,073,741,824 entries"):
         nl.MarkovLanguage(vocab_size=64, order=4)
+
+
+@pytest.mark.parametrize("placement", ["pre", "sandwich"])
+def test_stream_rms_is_the_rms_after_each_block(placement):
+    torch.manual_seed(0)
+    lm = nl.TinyTransformerLM(50, 32, 3, 4, 16, placement=placement)
+    idx = torch.randint(50, (4, 10))                                     # (B, T)
+    x = lm.tok_emb(idx) + lm.pos_emb(torch.arange(10))                   # by hand: (B, T, C)
+    expected = []
+    with torch.no_grad():
+        for block in lm.blocks:
+            x = block(x)
+            expected.append(x.pow(2).mean(-1).sqrt().mean())
+    torch.testing.assert_close(nl.stream_rms(lm, idx), torch.stack(expected), rtol=0, atol=0)
+    assert all(not block._forward_hooks for block in lm.blocks)          # the hooks are removed
+    with pytest.raises(TypeError, match="stream_rms: model must be a TinyTransformerLM, got Linear"):
+        nl.stream_rms(torch.nn.Linear(2, 2), idx)

@@ -34,6 +34,17 @@ def test_the_file_records_the_settings_it_was_made_with(grid):
     assert wg.PATH.stat().st_size < 200_000
 
 
+def test_the_file_keeps_lesson_11s_runs_with_their_settings(grid):
+    peri, S = grid["peri"], tg.SETTINGS
+    for key, value in tg.PERI.items():
+        assert peri[key] == value, f"peri {key}: the file has {peri[key]!r}, tools {value!r}"
+    runs = (len(tg.PERI["placements"]), len(S["seeds"]))
+    assert peri["losses"].shape == (*runs, S["steps"])
+    assert peri["stream_rms"].shape == (*runs, S["model"]["n_layers"])
+    assert ((peri["losses"] > 0) & (peri["losses"] < 6)).all()          # none diverged
+    assert (peri["stream_rms"] > 0).all()
+
+
 def test_load_names_a_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="make warmup-grid"):
         wg.load(tmp_path / "none.json")
@@ -52,7 +63,7 @@ def test_index_final_loss_and_stalled(grid):
 
 def test_train_runs_rejects_bad_arguments():
     with pytest.raises(ValueError, match="placement must be one of"):
-        tg.train_runs("sandwich", [(0, 1e-2, 0)])
+        tg.train_runs("deepnorm", [(0, 1e-2, 0)])
     with pytest.raises(ValueError, match="runs must be a non-empty"):
         tg.train_runs("post", [])
 
@@ -78,7 +89,7 @@ def test_a_retrained_slice_matches_the_file(grid, one_thread):
     S = tg.SETTINGS
     post, lr, seed = S["placements"].index("post"), S["peak_lrs"].index(1e-2), S["seeds"].index(0)
     stored = grid["losses"][post, [S["warmups"].index(0), S["warmups"].index(40)], lr, seed]
-    fresh = tg.train_runs("post", [(0, 1e-2, 0), (40, 1e-2, 0)])                   # (2, steps)
+    fresh, _ = tg.train_runs("post", [(0, 1e-2, 0), (40, 1e-2, 0)])                # (2, steps)
     torch.testing.assert_close(fresh[0], stored[0], rtol=0, atol=1e-3)             # the stall
     torch.testing.assert_close(fresh[1, :20], stored[1, :20], rtol=0, atol=1e-3)
     unigram = grid["levels"]["unigram"]

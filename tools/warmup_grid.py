@@ -4,6 +4,11 @@ Every run of one placement trains in one ``train_ensemble`` call (batched member
 Pre-LN are different modules); about two minutes of CPU on one thread. A slice of the grid can be
 retrained alone with ``train_runs`` (tests/test_warmup_grid.py compares one with the file).
 The grid's reader (load, index, final_loss, stalled) is ``normlib.warmup_grid``.
+
+The same file keeps lesson 11's Peri-LN runs (``PERI``): the two output-norm placements in the
+grid's setting without warmup at peak lr 1e-2, their losses and, after training, the residual
+stream's RMS after each block (``normlib.stream_rms``) on 64 probe sequences. Lesson 11 reads
+them beside the grid's Pre-LN and Post-LN runs and trains one of them again.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import torch
 
 from normlib._checks import check_int, check_number
 from normlib.data import MarkovLanguage
-from normlib.model import TinyTransformerLM
+from normlib.model import TinyTransformerLM, stream_rms
 from normlib.schedules import cosine_with_warmup
 from normlib.train import train_ensemble
 from normlib.warmup_grid import PATH
@@ -37,19 +42,31 @@ SETTINGS = {
     "seq_len": 16,
     "betas": [0.9, 0.98],
     "schedule": "cosine_with_warmup(warmup, steps): linear warmup, then cosine decay to 0",
-    "decimals": 3,                       # losses in nats, rounded
+    "decimals": 3,                       # losses (nats) and RMS, rounded
+}
+
+# Lesson 11's runs of the output-norm placements (Gemma's pre + post, OLMo 2's post only), in the
+# grid's model, data, seeds and schedule; the probe is lesson 11's (sequences drawn with its seed).
+PERI = {
+    "placements": ["sandwich", "reordered"],
+    "warmup": 0,
+    "peak_lr": 1e-2,
+    "probe": {"sequences": 64, "seed": 7},
 }
 
 
-def train_runs(placement: str, runs: Sequence[tuple[int, float, int]]) -> torch.Tensor:
-    """Train the grid's runs ``(warmup, peak_lr, seed)`` of one placement together; (len(runs), steps).
+def train_runs(placement: str, runs: Sequence[tuple[int, float, int]]
+               ) -> tuple[torch.Tensor, list[TinyTransformerLM]]:
+    """Train the grid's runs ``(warmup, peak_lr, seed)`` of one placement together; return their
+    losses, (len(runs), steps), and the trained models.
 
     Each run's initial weights come from ``torch.manual_seed(seed)``, its batches from ``seed``, its
     learning rate from ``peak_lr * cosine_with_warmup(warmup, steps)``: exactly the lesson's runs.
     """
     fn = "train_runs"
-    if placement not in SETTINGS["placements"]:
-        raise ValueError(f"{fn}: placement must be one of {SETTINGS['placements']}, got {placement!r}")
+    placements = SETTINGS["placements"] + PERI["placements"]
+    if placement not in placements:
+        raise ValueError(f"{fn}: placement must be one of {placements}, got {placement!r}")
     runs = list(runs)
     if not runs:
         raise ValueError(f"{fn}: runs must be a non-empty sequence of (warmup, peak_lr, seed)")
@@ -65,10 +82,11 @@ def train_runs(placement: str, runs: Sequence[tuple[int, float, int]]) -> torch.
         cosine = cosine_with_warmup(warmup, steps)
         schedules.append(lambda step, cosine=cosine, peak_lr=peak_lr: peak_lr * cosine(step))
     # lr=1 and the peak inside each schedule: runs with different peaks share one batched call.
-    return train_ensemble(models, MarkovLanguage(**SETTINGS["language"]), steps=steps, lr=1.0,
-                          schedules=schedules, seeds=[seed for _, _, seed in runs],
-                          batch_size=SETTINGS["batch_size"], seq_len=SETTINGS["seq_len"],
-                          betas=tuple(SETTINGS["betas"]))
+    losses = train_ensemble(models, MarkovLanguage(**SETTINGS["language"]), steps=steps, lr=1.0,
+                            schedules=schedules, seeds=[seed for _, _, seed in runs],
+                            batch_size=SETTINGS["batch_size"], seq_len=SETTINGS["seq_len"],
+                            betas=tuple(SETTINGS["betas"]))
+    return losses, models
 
 
 def _cpu() -> str:
@@ -81,9 +99,9 @@ def _cpu() -> str:
     return platform.processor() or platform.machine()
 
 
-def _rounded(losses: torch.Tensor) -> list:
+def _rounded(values: torch.Tensor) -> list:
     d = SETTINGS["decimals"]
-    return [[None if math.isnan(v) else round(v, d) for v in row] for row in losses.tolist()]
+    return [[None if math.isnan(v) else round(v, d) for v in row] for row in values.tolist()]
 
 
 def levels(language: MarkovLanguage) -> dict:
@@ -103,7 +121,7 @@ def generate() -> dict:
     losses = {}
     for placement in S["placements"]:
         runs = [(w, lr, s) for w in S["warmups"] for lr in S["peak_lrs"] for s in S["seeds"]]
-        for run, row in zip(runs, _rounded(train_runs(placement, runs)), strict=True):
+        for run, row in zip(runs, _rounded(train_runs(placement, runs)[0]), strict=True):
             losses[(placement, *run)] = row
     return {
         "about": "Training losses (nats per token, every step; null after a divergence) of the "
@@ -117,7 +135,26 @@ def generate() -> dict:
                         "lists above",
         "losses": [[[[losses[p, w, lr, s] for s in S["seeds"]] for lr in S["peak_lrs"]]
                     for w in S["warmups"]] for p in S["placements"]],
+        "peri": peri(),
     }
+
+
+def peri() -> dict:
+    """Lesson 11's runs (``PERI``): per placement and seed, the losses and the trained model's
+    residual-stream RMS after each block on the probe."""
+    language = MarkovLanguage(**SETTINGS["language"])
+    probe = language.sample(PERI["probe"]["sequences"], SETTINGS["seq_len"],
+                            torch.Generator().manual_seed(PERI["probe"]["seed"]))    # (64, 16)
+    losses, rms = [], []
+    for placement in PERI["placements"]:
+        runs = [(PERI["warmup"], PERI["peak_lr"], s) for s in SETTINGS["seeds"]]
+        trained, models = train_runs(placement, runs)
+        losses.append(_rounded(trained))
+        rms.append(_rounded(torch.stack([stream_rms(m, probe) for m in models])))
+    return {**PERI,
+            "index": "losses[placement][seed][step], stream_rms[placement][seed][layer]; the seeds "
+                     "and the setting are the grid's",
+            "losses": losses, "stream_rms": rms}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
