@@ -125,8 +125,8 @@ def generate() -> dict:
             losses[(placement, *run)] = row
     return {
         "about": "Training losses (nats per token, every step; null after a divergence) of the "
-                 "runs of lesson 04's warmup explorer. Regenerate: make warmup-grid "
-                 "(python -m tools.warmup_grid).",
+                 "runs of lesson 04's warmup explorer, and under peri lesson 11's Peri-LN runs. "
+                 "Regenerate: make warmup-grid (python -m tools.warmup_grid).",
         **S,
         "generated_with": {"torch": torch.__version__, "python": platform.python_version(),
                            "cpu": _cpu(), "torch_threads": torch.get_num_threads()},
