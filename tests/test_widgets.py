@@ -11,6 +11,13 @@ move runs) is then called with the same values and the figure drawn to PNG as th
 after every move the picture (only the artists its update returns, drawn over the last full
 drawing) must equal, pixel for pixel, the figure drawn in full. How fast they answer is a
 benchmark, not a test: ``make bench`` times them (tools/bench.py).
+
+Each distinct widget code is run once: a practice notebook (notebooks/exercises/NN_*.ipynb) whose
+widget cells (``widget_code``: the cells these tests run, with their tags) are identical to those
+of the solution notebook it is generated from is tested with it, not again on its own (its widgets
+would draw the same figures), and its own saved widget pictures are compared with the ones drawn
+for the solution notebook. A practice notebook whose widget code differs is tested on its own
+(``widget_test_groups``).
 """
 
 import contextlib
@@ -43,18 +50,25 @@ def _tagged(nb, tag):
     return [c for c in nb.cells if c.cell_type == "code" and tag in c.metadata.get("tags", [])]
 
 
+def widget_cells(nb, also=lambda cell: False) -> list:
+    """The notebook's code cells tagged ``setup`` or ``callback``, and those ``also`` accepts."""
+    return [c for c in nb.cells if c.cell_type == "code" and (
+        "setup" in c.metadata.get("tags", []) or "callback" in c.metadata.get("tags", [])
+        or also(c))]
+
+
 def run_widget_cells(path, ns: dict, also=lambda cell: False):
     """Run the notebook's ``setup`` and ``callback`` cells, and the code cells ``also`` accepts,
     in order in the namespace ``ns``; yield each cell after it ran, with the names it defined."""
-    nb = nbformat.read(path, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        tags = cell.metadata.get("tags", [])
-        if "setup" in tags or "callback" in tags or also(cell):
-            before = set(ns)
-            exec(compile(cell.source, f"{path.name}", "exec"), ns)
-            yield cell, ns.keys() - before
+    for cell in widget_cells(nbformat.read(path, as_version=4), also):
+        before = set(ns)
+        exec(compile(cell.source, f"{path.name}", "exec"), ns)
+        yield cell, ns.keys() - before
+
+
+def displays_widget(cell) -> bool:
+    """A cell that displays an ``nl.viz.interactive`` widget (``shown_widgets`` runs it)."""
+    return "nl.viz.interactive(" in cell.source
 
 
 def callbacks(path):
@@ -83,10 +97,39 @@ def shown_widgets(path: pathlib.Path) -> list[tuple[str, object]]:
     ns: dict = {"__name__": "__notebook__", "display": shown.append}
     names = []
     with contextlib.redirect_stdout(io.StringIO()):
-        for cell, _ in run_widget_cells(path, ns, also=lambda c: "nl.viz.interactive(" in c.source):
+        for cell, _ in run_widget_cells(path, ns, also=displays_widget):
             names += re.findall(r"nl\.viz\.interactive\(\s*(\w+)", cell.source)
             ns["display"] = shown.append                   # a setup cell may import display
     return list(zip(names, shown, strict=True))
+
+
+def widget_code(path: pathlib.Path) -> list[tuple[list[str], str]]:
+    """(its ``setup`` / ``callback`` tags, source) of each cell the widget tests run in the notebook
+    (``shown_widgets`` runs them all, ``callbacks`` the tagged ones), in order."""
+    return [(sorted({"setup", "callback"} & set(c.metadata.get("tags", []))), c.source)
+            for c in widget_cells(nbformat.read(path, as_version=4), also=displays_widget)]
+
+
+def solution_of(path: pathlib.Path) -> pathlib.Path | None:
+    """The solution notebook a practice notebook (notebooks/exercises/NN_*.ipynb) is generated from
+    by tools/generate_exercises.py; None for any other notebook."""
+    if path.parent == ROOT / "notebooks" / "exercises":
+        return path.parent / "solutions" / path.name
+    return None
+
+
+def widget_test_groups(paths, code=widget_code) -> list[tuple[pathlib.Path, list[pathlib.Path]]]:
+    """(notebook whose widgets are run, the practice notebooks checked with it): a practice notebook
+    goes with its solution notebook when ``code`` (its widget cells) is identical for both, else it
+    is a group of its own. Every one of ``paths`` is in exactly one group."""
+    paths = list(paths)
+    twins: dict = {}
+    for path in paths:
+        solution = solution_of(path)
+        if solution in paths and code(path) == code(solution):
+            twins.setdefault(solution, []).append(path)
+    merged = {p for group in twins.values() for p in group}
+    return [(path, twins.get(path, [])) for path in paths if path not in merged]
 
 
 def one_step(control, forward: bool):
@@ -147,16 +190,53 @@ def call_and_draw(fn):
     return out
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(ROOT / "notebooks")))
-                                  for p in widget_notebooks()])
-def test_widget_callbacks_run_alone_and_draw_one_figure(path):
-    """One live figure per callback, and every widget built by nl.viz.interactive."""
+def _name(path: pathlib.Path) -> str:
+    return str(path.relative_to(ROOT / "notebooks"))
+
+
+WIDGET_GROUPS = [pytest.param(path, twins, id=" + ".join(_name(p) for p in (path, *twins)))
+                 for path, twins in widget_test_groups(widget_notebooks())]
+
+
+def test_a_practice_notebook_is_left_out_only_when_its_widget_code_is_its_solutions():
+    """The dedupe above cannot hide a difference: different widget cells (source or tags) keep a
+    practice notebook on its own, and every widget notebook is in exactly one group."""
+    practice = ROOT / "notebooks" / "exercises" / "99_x.ipynb"
+    solution = ROOT / "notebooks" / "exercises" / "solutions" / "99_x.ipynb"
+    lesson = ROOT / "notebooks" / "99_x.ipynb"
+    cells = [(["setup"], "import numpy as np"), (["callback"], "def f(a=1):\n    return a")]
+    for other in ([cells[0], (["callback"], "def f(a=2):\n    return a")],    # another source
+                  [cells[0], (["setup"], cells[1][1])],                        # another tag
+                  cells[:1],                                                  # a cell fewer
+                  [*cells, ([], "display(nl.viz.interactive(f, a=(0, 2)))")]):  # a cell more
+        code = {practice: other, solution: cells, lesson: cells}
+        assert widget_test_groups([practice, solution, lesson], code.get) == [
+            (practice, []), (solution, []), (lesson, [])], \
+            f"a practice notebook whose widget cells differ ({other}) was left out"
+    code = {practice: list(cells), solution: list(cells), lesson: list(cells)}
+    assert widget_test_groups([practice, solution, lesson], code.get) == [
+        (solution, [practice]), (lesson, [])]
+    assert widget_test_groups([practice, lesson], code.get) == [(practice, []), (lesson, [])], \
+        "a practice notebook whose solution notebook is not among the widget notebooks was left out"
+    grouped = [p for param in WIDGET_GROUPS for p in (param.values[0], *param.values[1])]
+    assert sorted(grouped) == list(widget_notebooks()), "a widget notebook is in no group, or two"
+
+
+def _built_by_viz_interactive(path):
     nb = nbformat.read(path, as_version=4)
     other = [line.strip() for c in nb.cells if c.cell_type == "code"
              for line in c.source.splitlines() if "widgets.interact" in line]
     assert not other, (
         f"{path.name}: build widgets with nl.viz.interactive (one figure updated in place), not "
         f"ipywidgets' interact/interactive: {other}")
+
+
+@pytest.mark.parametrize("path, twins", WIDGET_GROUPS)
+def test_widget_callbacks_run_alone_and_draw_one_figure(path, twins):
+    """One live figure per callback, and every widget built by nl.viz.interactive (in ``twins``,
+    practice notebooks with the same widget code, too)."""
+    for notebook in (path, *twins):
+        _built_by_viz_interactive(notebook)
     found = callbacks(path)
     assert found, f"{path.name} uses widgets but has no cell tagged 'callback'"
     for name, fn in found:
@@ -174,26 +254,30 @@ def test_widget_callbacks_run_alone_and_draw_one_figure(path):
         plt.close("all")
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(ROOT / "notebooks")))
-                                  for p in widget_notebooks()])
-def test_each_move_drawn_in_part_equals_the_figure_drawn_in_full(path):
+@pytest.mark.parametrize("path, twins", WIDGET_GROUPS)
+def test_each_move_drawn_in_part_equals_the_figure_drawn_in_full(path, twins):
     """Every displayed widget, each control moved one step forward then back (the first control
     four times): after each move, the canvas the widget cropped its picture from equals the figure
-    drawn in full, pixel for pixel; the picture is a PNG of it."""
+    drawn in full, pixel for pixel; the picture is a PNG of it. Its first picture is the one saved
+    in the notebook, and in each of ``twins`` (practice notebooks with the same widget code)."""
     found = shown_widgets(path)
     assert found, f"{path.name}: no nl.viz.interactive widget is displayed"
-    saved = saved_widget_images(path)
-    assert len(saved) == len(found), (f"{path.name}: {len(found)} widgets drawn, {len(saved)} "
-                                      "pictures saved: re-execute it (make execute NB=...)")
+    saved = {}
+    for notebook in (path, *twins):
+        saved[notebook] = saved_widget_images(notebook)
+        assert len(saved[notebook]) == len(found), (
+            f"{_name(notebook)}: {len(found)} widgets drawn, {len(saved[notebook])} pictures "
+            "saved: re-execute it (make execute NB=...)")
     for name, box in found:
         fig, controls = box.figure, [c for c in box.children if isinstance(c, widgets.ValueWidget)]
         # The first picture is the one saved when the notebook was executed (a stale one fails).
         first = next(o["data"]["image/png"] for o in box.children[-1].outputs
                      if "image/png" in o.get("data", {}))
-        checks = [compare(s, first) for s in saved]
-        assert any(ok for ok, _, _ in checks), (
-            f"{path.name}:{name}: its picture is not the one saved in the notebook "
-            f"({'; '.join(m for _, m, _ in checks)}): re-execute it (make execute NB=...)")
+        for notebook, pictures in saved.items():
+            checks = [compare(s, first) for s in pictures]
+            assert any(ok for ok, _, _ in checks), (
+                f"{_name(notebook)}:{name}: its picture is not the one saved in the notebook "
+                f"({'; '.join(m for _, m, _ in checks)}): re-execute it (make execute NB=...)")
         moves = [(controls[0], i % 2 == 0) for i in range(4)]
         moves += [(c, forward) for c in controls[1:] for forward in (True, False)]
         for control, forward in moves:
