@@ -33,15 +33,17 @@ def load(path: str | pathlib.Path = PATH) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"load: no warmup grid at {path}; run `make warmup-grid` to create it")
     record = json.loads(path.read_text())
-    nan = float("nan")
-    record["losses"] = torch.tensor([[[[[nan if v is None else v for v in run] for run in by_seed]
-                                        for by_seed in by_lr] for by_lr in by_warmup]
-                                      for by_warmup in record["losses"]], dtype=torch.float32)
-    peri = record["peri"]
+    record["losses"] = _tensor(record["losses"])
     for key in ("losses", "stream_rms"):
-        peri[key] = torch.tensor([[[nan if v is None else v for v in run] for run in by_seed]
-                                  for by_seed in peri[key]], dtype=torch.float32)
+        record["peri"][key] = _tensor(record["peri"][key])
     return record
+
+
+def _tensor(values) -> torch.Tensor:
+    """Nested lists as the file stores them (null after a divergence) -> float32, NaN for null."""
+    def fill(v):
+        return [fill(x) for x in v] if isinstance(v, list) else float("nan") if v is None else v
+    return torch.tensor(fill(values), dtype=torch.float32)
 
 
 def index(grid: dict, placement: str, warmup: int, peak_lr: float) -> tuple[int, int, int]:
