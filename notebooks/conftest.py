@@ -1,4 +1,4 @@
-"""Saved plots must be what the code draws now.
+"""Saved plots must be what the code draws now (and a kernel that dies at start is started again).
 
 nbval compares text outputs and skips images (a PNG's bytes change with any library version). This
 plugin compares them in the same run, so that a stale plot fails ``make nbval`` without running any
@@ -18,9 +18,15 @@ from __future__ import annotations
 import json
 import os
 
+import nbval.kernel
 import pytest
 
 from tools.images import compare
+from tools.nbval_kernel import retrying
+
+# A kernel that dies before it answers (two workers' kernels given the same port) is started once
+# more, with its stderr in a warning: tools/nbval_kernel.py.
+nbval.kernel.start_new_kernel = retrying(nbval.kernel.start_new_kernel)
 
 
 def _images(outputs) -> list[str]:
