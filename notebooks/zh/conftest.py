@@ -1,5 +1,5 @@
 """nbval does not run the Chinese notebooks: their code cells and outputs are the English notebooks',
-byte for byte (`python -m normlib.translations --check`, part of `make test`, verifies that), and
+byte for byte (`python -m tools.translations --check`, part of `make test`, verifies that), and
 `make nbval` already runs those."""
 
 collect_ignore_glob = ["*.ipynb", "exercises/*.ipynb"]
