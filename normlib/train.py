@@ -102,6 +102,7 @@ def train_ensemble(
     betas: tuple[float, float] = (0.9, 0.98),
     eps: float = 1e-8,
     on_step: Callable[[int, Sequence[nn.Module]], None] | None = None,
+    stop_after: int | None = None,
 ) -> torch.Tensor:
     """Train M models of one architecture together with Adam; return the losses, (M, steps).
 
@@ -123,8 +124,12 @@ def train_ensemble(
         batch_size, seq_len: each member's batch is (batch_size, seq_len + 1) tokens.
         on_step: called as on_step(step, models) after every update, with the models holding the
             current weights (copying them back costs time: pass it only when needed).
+        stop_after: train only the first ``stop_after`` of the ``steps`` steps, on the same batches
+            and schedules as the whole run (to check the start of a stored run without training
+            all of it); None trains all of them.
     Returns:
-        (M, steps) float32 tensor of training losses; NaN after a member diverged.
+        (M, steps) float32 tensor of training losses, (M, stop_after) with stop_after; NaN after a
+        member diverged.
     """
     fn = "train_ensemble"
     models = list(models)
@@ -132,6 +137,11 @@ def train_ensemble(
         raise TypeError(f"{fn}: models must be a non-empty sequence of nn.Module, got {models!r}")
     M = len(models)
     check_int(fn, "steps", steps, minimum=1)
+    if stop_after is not None:
+        check_int(fn, "stop_after", stop_after, minimum=1)
+        if stop_after > steps:
+            raise ValueError(f"{fn}: stop_after must be at most steps ({steps}), got {stop_after}")
+    n_steps = steps if stop_after is None else stop_after       # the steps trained
     check_number(fn, "lr", lr, positive=True)
     schedules = [None] * M if schedules is None else list(schedules)
     seeds = list(range(M)) if seeds is None else list(seeds)
@@ -178,10 +188,10 @@ def train_ensemble(
                         .view(steps, batch_size, seq_len + 1) for s in seeds], dim=1).to(device)
     exp_avg, exp_avg_sq = torch.zeros_like(flat), torch.zeros_like(flat)      # (M, P)
     alive = torch.ones(M, 1, dtype=torch.bool, device=device)
-    losses = torch.full((M, steps), float("nan"))
+    losses = torch.full((M, n_steps), float("nan"))
     beta1, beta2 = betas
 
-    for step in range(steps):
+    for step in range(n_steps):
         tokens = data[step]                                     # (M, B, T + 1)
         loss = batched_loss(leaves, member_buffers, tokens)            # (M,)
         alive &= torch.isfinite(loss.detach()).view(M, 1)

@@ -65,6 +65,24 @@ def test_a_diverging_member_leaves_the_others_alone():
     torch.testing.assert_close(losses[0], reference_run(model(0), 0, None), rtol=1e-5, atol=1e-5)
 
 
+def test_stop_after_trains_the_start_of_the_whole_run():
+    # the same batches and schedule as the whole run: its first steps exactly (the batches of a run
+    # are drawn together, so a run of 2 steps would see others)
+    whole = nl.train_ensemble([model(0), model(1)], LANG, steps=STEPS, lr=3e-3, batch_size=4,
+                              seq_len=8, schedules=[nl.cosine_with_warmup(0, STEPS)] * 2)
+    start = nl.train_ensemble([model(0), model(1)], LANG, steps=STEPS, lr=3e-3, batch_size=4,
+                              seq_len=8, schedules=[nl.cosine_with_warmup(0, STEPS)] * 2,
+                              stop_after=2)
+    assert start.shape == (2, 2) and torch.equal(start, whole[:, :2])
+    short = nl.train_ensemble([model(0), model(1)], LANG, steps=2, lr=3e-3, batch_size=4, seq_len=8,
+                              schedules=[nl.cosine_with_warmup(0, STEPS)] * 2)
+    assert not torch.isclose(short[:, 0], whole[:, 0]).any()       # other batches from the start
+    with pytest.raises(ValueError, match=r"stop_after must be at most steps \(6\), got 7"):
+        nl.train_ensemble([model(0)], LANG, steps=STEPS, lr=3e-3, stop_after=7)
+    with pytest.raises(ValueError, match="stop_after must be >= 1, got 0"):
+        nl.train_ensemble([model(0)], LANG, steps=STEPS, lr=3e-3, stop_after=0)
+
+
 def test_on_step_sees_the_current_weights():
     m = model(0)
     start = m.lm_head.weight.detach().clone()

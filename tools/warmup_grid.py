@@ -139,12 +139,17 @@ def generate() -> dict:
     }
 
 
+def peri_probe() -> torch.Tensor:
+    """The sequences on which lesson 11's stream RMS is measured, (64, 16): ``PERI["probe"]``."""
+    return MarkovLanguage(**SETTINGS["language"]).sample(
+        PERI["probe"]["sequences"], SETTINGS["seq_len"],
+        torch.Generator().manual_seed(PERI["probe"]["seed"]))
+
+
 def peri() -> dict:
     """Lesson 11's runs (``PERI``): per placement and seed, the losses and the trained model's
     residual-stream RMS after each block on the probe."""
-    language = MarkovLanguage(**SETTINGS["language"])
-    probe = language.sample(PERI["probe"]["sequences"], SETTINGS["seq_len"],
-                            torch.Generator().manual_seed(PERI["probe"]["seed"]))    # (64, 16)
+    probe = peri_probe()
     losses, rms = [], []
     for placement in PERI["placements"]:
         runs = [(PERI["warmup"], PERI["peak_lr"], s) for s in SETTINGS["seeds"]]
