@@ -25,9 +25,10 @@ __all__ = [
 
 
 def relu(x: torch.Tensor) -> torch.Tensor:
-    """ReLU: max(0, x). At x = 0 the gradient is 0, as torch's (the x > 0 branch)."""
+    """ReLU: max(0, x). At x = 0 the gradient is 0, as torch's; NaN stays NaN, as torch's (written
+    ``x > 0``, a NaN would become 0 and hide a diverged run)."""
     check_tensor("relu", "x", x)
-    return torch.where(x > 0, x, 0.0)
+    return torch.where(x <= 0, 0.0, x)
 
 
 def leaky_relu(x: torch.Tensor, negative_slope: float = 0.01) -> torch.Tensor:

@@ -115,6 +115,15 @@ def test_relu_and_leaky_relu_gradient_at_exactly_zero_is_torchs(mine, ref):
     assert torch.equal(xs[0].grad, xs[1].grad)
 
 
+@pytest.mark.parametrize("mine,ref", PAIRS)
+def test_nan_and_infinities_come_out_as_torchs(mine, ref):
+    # a NaN must stay NaN (a ReLU written with x > 0 turned it into 0, hiding a diverged run)
+    x = torch.tensor([math.nan, math.inf, -math.inf, 0.0, 1e30, -1e30])
+    ys = mine(x), ref(x)
+    assert torch.equal(ys[0].isnan(), ys[1].isnan())
+    assert torch.equal(ys[0].nan_to_num(), ys[1].nan_to_num())
+
+
 def test_leaky_relu_takes_a_negative_slope_as_torch():
     x = torch.tensor([-2.0, 0.0, 3.0])
     assert torch.equal(nl.leaky_relu(x, -0.5), F.leaky_relu(x, -0.5))
