@@ -1,4 +1,4 @@
-"""Saved plots must be what the code draws now (and a kernel that dies at start is started again).
+"""Saved plots must be what the code draws now (and kernels are forked, and started again if they die).
 
 nbval compares text outputs and skips images (a PNG's bytes change with any library version). This
 plugin compares them in the same run, so that a stale plot fails ``make nbval`` without running any
@@ -21,12 +21,16 @@ import os
 import nbval.kernel
 import pytest
 
+from tools.forked_kernels import ForkedKernelManager
 from tools.images import compare
 from tools.nbval_kernel import retrying
 
 # A kernel that dies before it answers (two workers' kernels given the same port) is started once
 # more, with its stderr in a warning: tools/nbval_kernel.py.
 nbval.kernel.start_new_kernel = retrying(nbval.kernel.start_new_kernel)
+# Each kernel is forked from a server that has imported torch, matplotlib and normlib once per worker,
+# instead of importing them itself (about 3 s a notebook): tools/forked_kernels.py.
+nbval.kernel.KernelManager = ForkedKernelManager
 
 
 def _images(outputs) -> list[str]:
