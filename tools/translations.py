@@ -476,6 +476,7 @@ class Edition:
                 except ValueError as err:
                     self.problems.append(str(err))
         self.anchors = {p: self._anchor_map(p) for p in self.blocks}
+        self._anchor_sets: dict[pathlib.Path, set[str] | None] = {}   # _anchors_of, by notebook
 
     # -- pairing English cells with blocks
 
@@ -688,7 +689,14 @@ class Edition:
         return out
 
     def _anchors_of(self, notebook: pathlib.Path) -> set[str] | None:
-        """The heading anchors of an English or a generated Chinese notebook (None: neither)."""
+        """The heading anchors of an English or a generated Chinese notebook (None: neither);
+        computed once per notebook (the pages link the same notebooks over and over)."""
+        key = notebook.resolve()
+        if key not in self._anchor_sets:
+            self._anchor_sets[key] = self._headings_anchors(notebook)
+        return self._anchor_sets[key]
+
+    def _headings_anchors(self, notebook: pathlib.Path) -> set[str] | None:
         zh = self.layout.zh.resolve()
         if notebook.resolve().is_relative_to(zh):
             english = self.layout.notebooks / notebook.resolve().relative_to(zh)
