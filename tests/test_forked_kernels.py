@@ -14,10 +14,15 @@ from tools.forked_kernels import ForkedKernelManager
 pytestmark = pytest.mark.skipif(not forked_kernels.FORKS, reason="kernels are forked on Linux only")
 
 
-def _start(monkeypatch, cwd, stderr):
-    monkeypatch.setattr(nbval.kernel, "KernelManager", ForkedKernelManager)
-    return nbval.kernel.start_new_kernel(kernel_name=nbval.kernel.CURRENT_ENV_KERNEL_NAME,
-                                         cwd=str(cwd), stderr=stderr)
+def _start(cwd, stderr):
+    """A kernel as nbval starts one (its kernel spec: this Python's ipykernel), forked."""
+    km = ForkedKernelManager(kernel_name=nbval.kernel.CURRENT_ENV_KERNEL_NAME,
+                             kernel_spec_manager=nbval.kernel.NbvalKernelspecManager())
+    km.start_kernel(cwd=str(cwd), stderr=stderr)
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=60)
+    return km, kc
 
 
 def _run(kc, code: str, timeout: float = 30) -> tuple[str, list[dict]]:
@@ -47,7 +52,7 @@ def test_forked_kernels_are_fresh_kernels_that_can_be_interrupted_and_stopped(mo
     with tempfile.TemporaryFile("w+") as stderr:
         try:
             for _ in range(2):
-                km, kc = _start(monkeypatch, tmp_path, stderr)
+                km, kc = _start(tmp_path, stderr)
                 kernels.append((km, kc))
                 assert isinstance(km.provisioner.process, forked_kernels._Forked), "not forked"
             seen = [_run(kc, PROBE) for _, kc in kernels]
