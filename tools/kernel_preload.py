@@ -2,12 +2,12 @@
 
 tools/forked_kernels.py imports this module in the fork server its kernels are forked from, so a
 kernel starts with these modules loaded instead of importing them itself (about 3 s each: torch
-alone is 2 s). Only modules every notebook imports in its first cells belong here: a module loaded
-here is in every kernel's ``sys.modules``, and importing it must have no effect that depends on the
-process (no threads started, no kernel looked for). Two are handled by the fork, in the child:
-matplotlib's backend is chosen here from ``MPLBACKEND``, so it is set first, to what ipykernel sets;
-ipywidgets registers its comm target when it is imported inside a kernel, so the child registers it
-once its kernel exists.
+alone is 2 s). A module belongs here if most notebooks load it (every notebook imports torch,
+matplotlib, ipywidgets and normlib in its first cells) and importing it changes nothing a cell
+computes or prints: it is in every kernel's ``sys.modules``. It must start no thread and look for
+no kernel at import. Two are handled by the fork, in the child: matplotlib's backend is chosen here
+from ``MPLBACKEND``, so it is set first, to what ipykernel sets; ipywidgets registers its comm
+target when it is imported inside a kernel, so the child registers it once its kernel exists.
 """
 
 import os
@@ -18,6 +18,10 @@ import ipykernel.kernelapp  # noqa: E402,F401
 import ipywidgets  # noqa: E402,F401
 import matplotlib.pyplot  # noqa: E402,F401
 import torch  # noqa: E402,F401
+
+# torch.testing.assert_close (27 of the 43 notebooks) imports this on its first call: 1 s, sympy
+# included, for DTensor support.
+import torch.distributed.tensor  # noqa: E402,F401
 
 import normlib  # noqa: E402,F401
 import normlib.viz  # noqa: E402,F401
