@@ -26,14 +26,12 @@ def _start(cwd, stderr):
 
 
 def _run(kc, code: str, timeout: float = 30) -> tuple[str, list[dict]]:
-    """stdout and the value of ``code`` run in the kernel, and its error outputs."""
+    """stdout of ``code`` run in the kernel, and its error outputs."""
     out, errors = [], []
 
     def hook(msg):
         if msg["msg_type"] == "stream":
             out.append(msg["content"]["text"])
-        elif msg["msg_type"] == "execute_result":
-            out.append(msg["content"]["data"]["text/plain"])
         elif msg["msg_type"] == "error":
             errors.append(msg["content"])
     kc.execute_interactive(code, output_hook=hook, timeout=timeout)
@@ -67,7 +65,9 @@ def test_forked_kernels_are_fresh_kernels_that_can_be_interrupted_and_stopped(mo
             assert all(a != b for a, b in zip(*draws, strict=True)), f"the same draws: {draws}"
 
             km, kc = kernels[0]
-            sleeping = kc.execute("import time; time.sleep(60)")
+            # stop_on_error=False: else ipykernel aborts what it receives just after the error
+            # (the interrupt), and under load that can be the next request.
+            sleeping = kc.execute("import time; time.sleep(60)", stop_on_error=False)
             while not (msg := kc.get_iopub_msg(timeout=10))["parent_header"].get("msg_id") == sleeping \
                     or msg["content"].get("execution_state") != "busy":
                 pass
@@ -76,9 +76,7 @@ def test_forked_kernels_are_fresh_kernels_that_can_be_interrupted_and_stopped(mo
             reply = kc.get_shell_msg(timeout=10)
             assert reply["parent_header"]["msg_id"] == sleeping
             assert reply["content"]["ename"] == "KeyboardInterrupt"
-            # Still answering. Its value, not a print: once, under make test's load, a print just
-            # after the interrupt came back empty (20 tries under load, forked or not, did not).
-            assert _run(kc, "6 * 7") == ("42", [])
+            assert _run(kc, "print('still here')") == ("still here\n", [])
             _run(kc, "import os; os.write(2, b'to stderr\\n')")     # its stderr, below
             pids = [km.provisioner.pid for km, _ in kernels]
         finally:
