@@ -2,16 +2,17 @@
 
 Strict nbval starts a fresh kernel for each of the 43 notebooks, and each kernel spent about 3 s of
 CPU importing ipykernel, torch, matplotlib, ipywidgets and normlib before its first cell did any
-work: over two minutes of ``make test``'s two cores. Here each pytest worker starts one fork server
+work: over two minutes of CPU in every ``make test``. Here each pytest worker starts one fork server
 (``multiprocessing``'s forkserver) that imports those modules once (tools/kernel_preload.py), and
-every kernel is a child forked from it, which starts in tens of milliseconds.
+every kernel is a child forked from it: it answers about 0.4 s after it was asked for.
 
-What stays as a fresh ``python -m ipykernel_launcher`` process has it: each notebook still runs in
-its own process and its own IPython namespace, with the environment, working directory and stderr
-jupyter_client gives it, in its own process group (interrupts and kills reach it as before), with
-fresh random states (``random``, numpy and torch are reseeded from the OS, as a new process seeds
-them). What differs: the preloaded modules are already in ``sys.modules`` (importing them again is
-free and does nothing), and the kernels of one worker share Python's string-hash seed.
+A forked kernel gives a notebook what a fresh ``python -m ipykernel_launcher`` process gives it: its
+own process and IPython namespace, the environment, working directory and stderr jupyter_client
+hands it, its own process group (interrupts and kills reach it as before), and fresh random states
+(``random``, numpy and torch are reseeded from the OS, as a new process seeds them). What differs:
+the preloaded modules are already in ``sys.modules`` (importing them again is free and does
+nothing), and the kernels of one worker share Python's string-hash seed. As with any forkserver
+child, a main module run from a file is imported again in the child (pytest's own is guarded).
 
 ``ForkedKernelManager`` is jupyter_client's ``KernelManager`` with a provisioner that forks instead of
 executing the kernel command. Anything else (another kernel's command, a captured stdout, a system
