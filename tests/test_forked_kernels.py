@@ -2,6 +2,8 @@
 kernel started by ``python -m ipykernel_launcher`` is to a notebook."""
 
 import os
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -88,3 +90,17 @@ def test_forked_kernels_are_fresh_kernels_that_can_be_interrupted_and_stopped(mo
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_only_this_pythons_ipykernel_is_forked_and_anything_else_starts_as_usual(tmp_path):
+    launcher = [sys.executable, "-m", "ipykernel_launcher", "-f", "kernel.json"]
+    with open(tmp_path / "err", "w") as stderr:
+        assert forked_kernels.forkable(launcher)
+        assert forked_kernels.forkable(launcher, stderr=stderr, cwd=str(tmp_path))
+        assert not forked_kernels.forkable(launcher, stdout=subprocess.PIPE)     # captured output
+        assert not forked_kernels.forkable(launcher, stderr=subprocess.DEVNULL)  # not a file
+        assert not forked_kernels.forkable(["/usr/bin/python3", *launcher[1:]])  # another Python
+        if sys.prefix != sys.base_prefix:      # in a venv: the Python it was made from is another
+            base = os.path.realpath(sys.executable)
+            assert not forked_kernels.forkable([base, *launcher[1:]])
+        assert not forked_kernels.forkable([sys.executable, "-m", "other_kernel", "-f", "k.json"])

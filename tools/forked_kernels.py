@@ -123,15 +123,23 @@ class _Forked:
         self.send_signal(signal.SIGKILL)
 
 
+def forkable(cmd: list[str], **kwargs) -> bool:
+    """Whether the kernel ``cmd`` (with jupyter_client's launch arguments) can be forked: this
+    Python's ipykernel on Linux, its stdout not captured, its stderr a file or inherited."""
+    stderr = kwargs.get("stderr")
+    return (FORKS and cmd[1:3] == _LAUNCHER and kwargs.get("stdout") is None
+            and (stderr is None or hasattr(stderr, "fileno"))
+            # the same path: a venv's python is a link to the Python it was made from
+            and os.path.abspath(cmd[0]) == os.path.abspath(sys.executable))
+
+
 class ForkingProvisioner(LocalProvisioner):
     """Starts ipykernel by forking the server; jupyter_client's local provisioner otherwise."""
 
     async def launch_kernel(self, cmd: list[str], **kwargs):
-        stderr = kwargs.get("stderr")
-        if (not FORKS or cmd[1:3] != _LAUNCHER or kwargs.get("stdout") is not None
-                or not (stderr is None or hasattr(stderr, "fileno"))
-                or os.path.realpath(cmd[0]) != os.path.realpath(sys.executable)):
+        if not forkable(cmd, **kwargs):
             return await super().launch_kernel(cmd, **kwargs)     # started the usual way
+        stderr = kwargs.get("stderr")
         fd = None if stderr is None else _Fd(stderr.fileno())
         cwd = str(kwargs.get("cwd") or os.getcwd())
         env = dict(kwargs["env"])
