@@ -476,7 +476,7 @@ class Edition:
                 except ValueError as err:
                     self.problems.append(str(err))
         self.anchors = {p: self._anchor_map(p) for p in self.blocks}
-        self._anchor_sets: dict[pathlib.Path, set[str] | None] = {}   # _anchors_of, by notebook
+        self._generated: dict[pathlib.Path, tuple] = {}     # generated(): (notebook, problems)
 
     # -- pairing English cells with blocks
 
@@ -609,6 +609,14 @@ class Edition:
                     break
         return nb
 
+    def generated(self, english: pathlib.Path):
+        """``generate(english)`` and the problems it found, computed once: the checks read a
+        Chinese notebook both to compare it with the file and for the anchors pages link to."""
+        if english not in self._generated:
+            bad: list[str] = []
+            self._generated[english] = self.generate(english, bad), bad
+        return self._generated[english]
+
     def check_notebook(self, english: pathlib.Path) -> list[str]:
         name, out = rel(english), []
         blocks = self.blocks[english]
@@ -649,8 +657,8 @@ class Edition:
                 out.append(f"{where}: English word {word!r} in the Chinese prose: translate it, "
                            f"put it in `code` or a （gloss）, or add it to {ALLOWLIST} if it is a name")
         out += self.check_comments(english)
-        bad: list[str] = []
-        generated = nbformat.writes(self.generate(english, bad))
+        nb, bad = self.generated(english)
+        generated = nbformat.writes(nb)
         out += bad
         target = self.layout.chinese(english)
         if not target.exists():
@@ -689,20 +697,13 @@ class Edition:
         return out
 
     def _anchors_of(self, notebook: pathlib.Path) -> set[str] | None:
-        """The heading anchors of an English or a generated Chinese notebook (None: neither);
-        computed once per notebook (the pages link the same notebooks over and over)."""
-        key = notebook.resolve()
-        if key not in self._anchor_sets:
-            self._anchor_sets[key] = self._headings_anchors(notebook)
-        return self._anchor_sets[key]
-
-    def _headings_anchors(self, notebook: pathlib.Path) -> set[str] | None:
+        """The heading anchors of an English or a generated Chinese notebook (None: neither)."""
         zh = self.layout.zh.resolve()
         if notebook.resolve().is_relative_to(zh):
             english = self.layout.notebooks / notebook.resolve().relative_to(zh)
             if english not in self.blocks:
                 return None
-            nb = self.generate(english)
+            nb = self.generated(english)[0]
         elif notebook in self.nbs:
             nb = self.nbs[notebook]
         else:
