@@ -187,6 +187,10 @@ def train_ensemble(
                                         torch.Generator().manual_seed(s))
                         .view(steps, batch_size, seq_len + 1) for s in seeds], dim=1).to(device)
     exp_avg, exp_avg_sq = torch.zeros_like(flat), torch.zeros_like(flat)      # (M, P)
+    # Adam's two (M, P) temporaries are written in place each step: a fresh tensor that size
+    # (11 MB for 9 members of 24 layers) is new memory from the OS each time (glibc maps large
+    # blocks afresh), and faulting its pages in made the update 2.5x slower (26 -> 10.5 ms).
+    denom, update = torch.empty_like(flat), torch.empty_like(flat)
     alive = torch.ones(M, 1, dtype=torch.bool, device=device)
     losses = torch.full((M, n_steps), float("nan"))
     beta1, beta2 = betas
@@ -211,9 +215,9 @@ def train_ensemble(
             g = flat_grad if alive.all() else flat_grad.where(alive, 0.0)      # (M, P)
             exp_avg.lerp_(g, 1 - beta1)
             exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-            denom = exp_avg_sq.sqrt().div_(bias_correction2_sqrt).add_(eps)
+            torch.sqrt(exp_avg_sq, out=denom).div_(bias_correction2_sqrt).add_(eps)
             step_size = (lr_t / bias_correction1).where(alive, 0.0)              # (M, 1)
-            flat.sub_(exp_avg.div(denom).mul_(step_size))
+            flat.sub_(torch.div(exp_avg, denom, out=update).mul_(step_size))
         if on_step is not None:
             _copy_back(models, flat, names, sizes, shapes, buffers)
             on_step(step, models)

@@ -115,6 +115,27 @@ def test_relu_and_leaky_relu_gradient_at_exactly_zero_is_torchs(mine, ref):
     assert torch.equal(xs[0].grad, xs[1].grad)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mine,formula", [
+    (nl.relu, lambda x: torch.where(x <= 0, 0.0, x)),
+    (nl.leaky_relu, lambda x: torch.where(x > 0, x, x * 0.01)),
+    (lambda x: nl.leaky_relu(x, -0.5), lambda x: torch.where(x > 0, x, x * -0.5))])
+def test_relu_and_leaky_relu_are_their_where_formulas_bit_for_bit(mine, formula, dtype):
+    # One torch op instead of torch.where (slow on CPU): every value and gradient the same, so the
+    # lessons' trained numbers did not move when the library switched.
+    x = torch.cat([torch.randn(4096, generator=torch.Generator().manual_seed(0)) * 3,
+                   torch.tensor([math.nan, math.inf, -math.inf, 0.0, -0.0, 1e-45, -1e-45])]).to(dtype)
+    grad = torch.randn(x.shape, generator=torch.Generator().manual_seed(1)).to(dtype)
+    xs = [x.clone().requires_grad_(True) for _ in range(2)]
+    ys = [mine(xs[0]), formula(xs[1])]
+    assert torch.equal(ys[0].isnan(), ys[1].isnan())
+    assert torch.equal(ys[0].nan_to_num(), ys[1].nan_to_num())
+    assert torch.equal(ys[0].signbit(), ys[1].signbit())
+    for y in ys:
+        y.backward(grad)
+    assert torch.equal(xs[0].grad, xs[1].grad)
+
+
 @pytest.mark.parametrize("mine,ref", PAIRS)
 def test_nan_and_infinities_come_out_as_torchs(mine, ref):
     # a NaN must stay NaN (a ReLU written with x > 0 turned it into 0, hiding a diverged run)
