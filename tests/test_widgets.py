@@ -1,16 +1,16 @@
-"""Every widget callback in the notebooks runs on its own and draws one live figure.
+"""Every widget in the notebooks runs on its own, draws one live figure and answers each move exactly.
 
-Convention (see README, "Writing a lesson"): a notebook's cells tagged ``setup`` (imports, cheap
-constants) and ``callback`` (the functions that widgets call, and the cheap data they need) run
-without the rest of the notebook. Each function that a ``callback`` cell defines is called here
-with its default arguments (the widget's initial values); it must leave exactly one figure open and
-return it as a live figure (``normlib.viz.live(fig, update)``): its ``update`` (what a control's
-move runs) is then called with the same values and the figure drawn to PNG as the widget shows it
-(``normlib.viz.png``). Every widget, in the lessons and the practice notebooks, is built by
-``normlib.viz.interactive``; each displayed widget's controls are then moved one step each, and
-after every move the picture (only the artists its update returns, drawn over the last full
-drawing) must equal, pixel for pixel, the figure drawn in full. How fast they answer is a
-benchmark, not a test: ``make bench`` times them (tools/bench.py).
+Convention (see CONTRIBUTING, "Writing a lesson"): a notebook's cells tagged ``setup`` (imports,
+cheap constants) and ``callback`` (the functions that widgets call, and the cheap data they need)
+run without the rest of the notebook, and so do the cells that display its widgets. Every widget,
+in the lessons and the practice notebooks, is built by ``normlib.viz.interactive``, which calls its
+callback once and requires a live figure (``normlib.viz.live(fig, update)``); each function a
+``callback`` cell defines must be shown by a widget and leave no other figure open. Each displayed
+widget's controls are then moved one step each (a move runs the figure's ``update`` and draws it to
+PNG as the widget shows it, ``normlib.viz.png``), and after every move the picture (only the
+artists its update returns, drawn over the last full drawing) must equal, pixel for pixel, the
+figure drawn in full. How fast they answer is a benchmark, not a test: ``make bench`` times them
+(tools/bench.py).
 
 Each distinct widget code is run once: a practice notebook (notebooks/exercises/NN_*.ipynb) whose
 widget cells (``widget_code``: the cells these tests run, with their tags) are identical to those
@@ -20,6 +20,8 @@ for the solution notebook. A practice notebook whose widget code differs is test
 (``widget_test_groups``).
 """
 
+import ast
+import base64
 import contextlib
 import inspect
 import io
@@ -38,7 +40,6 @@ from PIL import Image
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from normlib import viz  # noqa: E402
 from tools.images import compare  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -231,37 +232,32 @@ def _built_by_viz_interactive(path):
         f"ipywidgets' interact/interactive: {other}")
 
 
+def callback_names(path: pathlib.Path) -> set[str]:
+    """The functions the notebook's ``callback`` cells define (read from the source, not run)."""
+    nb = nbformat.read(path, as_version=4)
+    return {node.name for c in _tagged(nb, "callback") for node in ast.parse(c.source).body
+            if isinstance(node, ast.FunctionDef)}
+
+
 @pytest.mark.parametrize("path, twins", WIDGET_GROUPS)
-def test_widget_callbacks_run_alone_and_draw_one_figure(path, twins):
-    """One live figure per callback, and every widget built by nl.viz.interactive (in ``twins``,
-    practice notebooks with the same widget code, too)."""
+def test_widgets_run_alone_and_each_move_equals_the_figure_drawn_in_full(path, twins):
+    """The notebook's setup and callback cells run on their own, and every function a callback
+    cell defines is shown by an ``nl.viz.interactive`` widget (which checks that it returns a live
+    figure), leaving no other figure open; its picture is a PNG of the whole plot. Each control
+    is then moved one step forward then back (the first control four times): after each move, the
+    canvas the widget cropped its picture from equals the figure drawn in full, pixel for pixel;
+    the picture is a PNG of it, and the update opened no figure. The first picture is the one
+    saved in the notebook, and in each of ``twins`` (practice notebooks with the same widget code)."""
     for notebook in (path, *twins):
         _built_by_viz_interactive(notebook)
-    found = callbacks(path)
-    assert found, f"{path.name} uses widgets but has no cell tagged 'callback'"
-    for name, fn in found:
-        plt.close("all")
-        fig = call_and_draw(fn)
-        assert isinstance(fig, matplotlib.figure.Figure), f"{name} returned {type(fig).__name__}"
-        assert len(plt.get_fignums()) == 1, \
-            f"{path.name}:{name} left {len(plt.get_fignums())} figures open (expected one plot)"
-        viz.update(fig)               # a control's move, at the initial values: raises unless live
-        image = Image.open(io.BytesIO(viz.png(fig)))        # the widget's picture: the whole plot
-        w, h = fig.canvas.get_width_height()
-        assert image.width > w / 2 and image.height > h / 2, \
-            f"{path.name}:{name}: a {image.width}x{image.height} PNG of a {w}x{h} canvas"
-        assert len(plt.get_fignums()) == 1, f"{path.name}:{name}: its update opened another figure"
-        plt.close("all")
-
-
-@pytest.mark.parametrize("path, twins", WIDGET_GROUPS)
-def test_each_move_drawn_in_part_equals_the_figure_drawn_in_full(path, twins):
-    """Every displayed widget, each control moved one step forward then back (the first control
-    four times): after each move, the canvas the widget cropped its picture from equals the figure
-    drawn in full, pixel for pixel; the picture is a PNG of it. Its first picture is the one saved
-    in the notebook, and in each of ``twins`` (practice notebooks with the same widget code)."""
+    plt.close("all")
     found = shown_widgets(path)
     assert found, f"{path.name}: no nl.viz.interactive widget is displayed"
+    unshown = callback_names(path) - {name for name, _ in found}
+    assert not unshown, (f"{path.name}: the callback cells define {sorted(unshown)}, which no "
+                         "widget shows: put helpers in a setup cell or inside the plotting function")
+    assert not plt.get_fignums(), (f"{path.name}: its callbacks left {len(plt.get_fignums())} "
+                                   "figure(s) open besides the ones their widgets show")
     saved = {}
     for notebook in (path, *twins):
         saved[notebook] = saved_widget_images(notebook)
@@ -273,6 +269,10 @@ def test_each_move_drawn_in_part_equals_the_figure_drawn_in_full(path, twins):
         # The first picture is the one saved when the notebook was executed (a stale one fails).
         first = next(o["data"]["image/png"] for o in box.children[-1].outputs
                      if "image/png" in o.get("data", {}))
+        image = Image.open(io.BytesIO(base64.b64decode(first)))
+        w, h = fig.canvas.get_width_height()
+        assert image.width > w / 2 and image.height > h / 2, \
+            f"{path.name}:{name}: a {image.width}x{image.height} PNG of a {w}x{h} canvas"
         for notebook, pictures in saved.items():
             checks = [compare(s, first) for s in pictures]
             assert any(ok for ok, _, _ in checks), (
@@ -291,5 +291,5 @@ def test_each_move_drawn_in_part_equals_the_figure_drawn_in_full(path, twins):
             assert differ == 0, (f"{path.name}:{name}: after {control.description} = "
                                  f"{control.value!r}, {differ} px differ from a full drawing: "
                                  "does its update return every artist drawn over what it moves?")
+        assert not plt.get_fignums(), f"{path.name}:{name}: its update opened another figure"
         box.close()
-        plt.close("all")
