@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from normlib import exercises as ex
+from normlib.exercises import _harness as harness
 from normlib.exercises._harness import TimeLimitExceeded, run_limited
 
 
@@ -188,6 +189,76 @@ def test_a_checker_fails_an_answer_that_swallows_its_alarms():
 
     result = ex.check_layer_norm(layer_norm, time_limit=0.2)
     assert not result.passed and result.mistake == "time_limit", result
+
+
+def slow_module(tmp_path, monkeypatch, name, body):
+    """A module ``name`` in tmp_path whose import runs ``body`` (then sets DONE = True)."""
+    (tmp_path / f"{name}.py").write_text(f"import time\n{body}\nDONE = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+
+
+def in_a_thread(thunk):
+    """thunk() in another thread (the limit is a tracer there, not SIGALRM): its result or error."""
+    outcome = []
+
+    def worker():
+        try:
+            outcome.append(thunk())
+        except BaseException as error:     # noqa: BLE001 (handed to the test)
+            outcome.append(error)
+
+    thread = threading.Thread(target=worker, daemon=True)
+    thread.start()
+    thread.join(10)
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
+@pytest.mark.parametrize("where", ["main thread", "thread"])
+def test_an_import_is_never_stopped_half_way(tmp_path, monkeypatch, where):
+    """A module stopped while it loads stays half-made: the deadline waits for the import (here
+    0.6 s against a 0.2 s limit) and starts again from its end; after that the limit holds."""
+    run = (lambda thunk: thunk()) if where == "main thread" else in_a_thread
+    slow_module(tmp_path, monkeypatch, "slow_to_load", "time.sleep(0.6)")
+    assert run(lambda: run_limited(lambda: __import__("slow_to_load").DONE, 0.2)) is True
+    assert sys.modules["slow_to_load"].DONE
+
+    def spins_after_an_import():
+        __import__("slow_to_load_too")
+        while True:
+            pass
+
+    slow_module(tmp_path, monkeypatch, "slow_to_load_too", "time.sleep(0.6)")
+    t0 = time.monotonic()
+    with pytest.raises(TimeLimitExceeded):
+        run(lambda: run_limited(spins_after_an_import, 0.2))
+    assert sys.modules["slow_to_load_too"].DONE
+    assert time.monotonic() - t0 < 5
+
+
+@pytest.mark.parametrize("where", ["main thread", "thread"])
+def test_an_import_that_never_ends_is_stopped_after_the_grace(tmp_path, monkeypatch, where):
+    run = (lambda thunk: thunk()) if where == "main thread" else in_a_thread
+    monkeypatch.setattr(harness, "IMPORT_GRACE", 0.3)
+    slow_module(tmp_path, monkeypatch, "never_loads", "while True:\n    pass")
+    t0 = time.monotonic()
+    with pytest.raises(TimeLimitExceeded):
+        run(lambda: run_limited(lambda: __import__("never_loads"), 0.2))
+    assert time.monotonic() - t0 < 5
+
+
+def test_a_check_whose_answer_imports_past_the_limit_passes_and_leaves_the_module_whole(
+        tmp_path, monkeypatch):
+    """The flake this fixes: a learner's first torch.use_deterministic_algorithms(True) imports
+    822 modules (2 s here); cut at the checker's limit, torch._dynamo was left half-made and every
+    later torch.optim optimizer in the kernel failed."""
+    slow_module(tmp_path, monkeypatch, "slow_to_load", "time.sleep(0.6)")
+    result = ex.check_layer_norm(with_side_effect(lambda: __import__("slow_to_load")),
+                                 time_limit=0.2)
+    assert result.passed, result
+    assert sys.modules["slow_to_load"].DONE
 
 
 def test_an_outer_timer_is_restored():

@@ -14,7 +14,14 @@ one-line descriptions of whatever went wrong.
     swallows each one when the loop has a line outside its ``try`` (nested ``try`` blocks that
     catch everything at every level can still keep it away);
   * a timer set outside (pytest-timeout's ``SIGALRM``) is put back afterwards with the time it had
-    left, minus the time the call took (it fires at once if it expired meanwhile).
+    left, minus the time the call took (it fires at once if it expired meanwhile);
+  * the limit never stops an import half way: a module stopped while it is being imported stays
+    half-made in ``sys.modules``, and every later import of it in that kernel fails (the first
+    ``torch.use_deterministic_algorithms(True)`` imports 822 modules, 2 s here; a broken
+    ``torch._dynamo`` then breaks every ``torch.optim`` optimizer). When the time is up inside an
+    import, the import finishes and the call gets its time again from there; imports may take
+    ``IMPORT_GRACE`` seconds of such extra time in all, after which they are stopped too (a module
+    that never finishes loading cannot hang the checker).
 
   It does not promise to stop one long C call (a single huge matmul) or code that catches every
   exception at every level of an endless loop: only a separate process that is killed gives a
@@ -120,13 +127,23 @@ def run_limited(thunk, seconds: float):
     module docstring for what this promises and what it does not)."""
     if not seconds > 0:
         raise ValueError(f"run_limited: seconds must be > 0, got {seconds!r}")
-    limit = _Limit(time.monotonic() + seconds)
+    limit = _Limit(seconds)
     if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
         return limit.run_with_alarm(thunk, seconds)
     return limit.run_with_trace(thunk)
 
 
 _HERE = os.path.abspath(__file__)
+IMPORT_GRACE = 30.0          # seconds past the deadline that imports may take, in all, per call
+
+
+def _importing(frame) -> bool:
+    """Whether ``frame`` runs inside an import (importlib's frames are below it on the stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 class _Expired(TimeLimitExceeded):
@@ -146,15 +163,36 @@ class _Expired(TimeLimitExceeded):
 class _Limit:
     """One limited call: its deadline, whether it passed, and the tracer that enforces it."""
 
-    def __init__(self, deadline: float):
-        self.deadline, self.expired, self.active = deadline, False, True
+    def __init__(self, seconds: float):
+        self.seconds, self.deadline = seconds, time.monotonic() + seconds
+        self.expired, self.active = False, True
         self.thread, self.runner = threading.get_ident(), None
+        self.import_started, self.granted = None, 0.0     # the deadline fell in an import then
+
+    def due(self, frame) -> bool:
+        """Whether to stop the code running at ``frame``: once the time is up, and again at every
+        check after that; but never inside an import (``IMPORT_GRACE`` in all). An import that the
+        deadline fell in is let finish, and the deadline then starts again from its end."""
+        now = time.monotonic()
+        if not self.expired and self.import_started is None and now < self.deadline:
+            return False
+        if _importing(frame):
+            if self.import_started is None:
+                self.import_started = now
+            return self.granted + (now - self.import_started) > IMPORT_GRACE
+        if self.import_started is not None:           # the import the deadline fell in is done
+            self.granted += now - self.import_started
+            self.import_started = None
+            if not self.expired:
+                self.deadline = now + self.seconds
+                return False
+        return True
 
     def tracer(self, frame, event, arg):
         """Before the deadline: check the clock. After it: raise at every line of learner code."""
         if not self.active or frame.f_code.co_filename == _HERE:
             return self.tracer
-        if self.expired or time.monotonic() > self.deadline:
+        if self.due(frame):
             self.expired = True
             raise _Expired(self)
         return self.tracer
@@ -186,8 +224,8 @@ class _Limit:
         old_trace = sys.gettrace()
         self.runner = sys._getframe()
 
-        def on_alarm(signum, frame):
-            if self.active:
+        def on_alarm(signum, frame):      # at the deadline, then every 50 ms
+            if self.active and self.due(frame):
                 self.expired = True
                 self.trace(frame)           # so that a swallowed alarm is raised again
                 raise _Expired(self)
