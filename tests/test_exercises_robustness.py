@@ -219,10 +219,10 @@ def in_a_thread(thunk):
 @pytest.mark.parametrize("where", ["main thread", "thread"])
 def test_an_import_is_never_stopped_half_way(tmp_path, monkeypatch, where):
     """A module stopped while it loads stays half-made: the deadline waits for the import (here
-    0.6 s against a 0.2 s limit) and starts again from its end; after that the limit holds."""
+    0.3 s against a 0.1 s limit) and starts again from its end; after that the limit holds."""
     run = (lambda thunk: thunk()) if where == "main thread" else in_a_thread
-    slow_module(tmp_path, monkeypatch, "slow_to_load", "time.sleep(0.6)")
-    assert run(lambda: run_limited(lambda: __import__("slow_to_load").DONE, 0.2)) is True
+    slow_module(tmp_path, monkeypatch, "slow_to_load", "time.sleep(0.3)")
+    assert run(lambda: run_limited(lambda: __import__("slow_to_load").DONE, 0.1)) is True
     assert sys.modules["slow_to_load"].DONE
 
     def spins_after_an_import():
@@ -230,10 +230,10 @@ def test_an_import_is_never_stopped_half_way(tmp_path, monkeypatch, where):
         while True:
             pass
 
-    slow_module(tmp_path, monkeypatch, "slow_to_load_too", "time.sleep(0.6)")
+    slow_module(tmp_path, monkeypatch, "slow_to_load_too", "time.sleep(0.3)")
     t0 = time.monotonic()
     with pytest.raises(TimeLimitExceeded):
-        run(lambda: run_limited(spins_after_an_import, 0.2))
+        run(lambda: run_limited(spins_after_an_import, 0.1))
     assert sys.modules["slow_to_load_too"].DONE
     assert time.monotonic() - t0 < 5
 
@@ -245,7 +245,7 @@ def test_an_import_that_never_ends_is_stopped_after_the_grace(tmp_path, monkeypa
     slow_module(tmp_path, monkeypatch, "never_loads", "while True:\n    pass")
     t0 = time.monotonic()
     with pytest.raises(TimeLimitExceeded):
-        run(lambda: run_limited(lambda: __import__("never_loads"), 0.2))
+        run(lambda: run_limited(lambda: __import__("never_loads"), 0.1))
     assert time.monotonic() - t0 < 5
 
 
@@ -254,7 +254,7 @@ def test_a_check_whose_answer_imports_past_the_limit_passes_and_leaves_the_modul
     """The flake this fixes: a learner's first torch.use_deterministic_algorithms(True) imports
     822 modules (2 s here); cut at the checker's limit, torch._dynamo was left half-made and every
     later torch.optim optimizer in the kernel failed."""
-    slow_module(tmp_path, monkeypatch, "slow_to_load", "time.sleep(0.6)")
+    slow_module(tmp_path, monkeypatch, "slow_to_load", "time.sleep(0.5)")
     result = ex.check_layer_norm(with_side_effect(lambda: __import__("slow_to_load")),
                                  time_limit=0.2)
     assert result.passed, result
