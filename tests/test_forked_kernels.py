@@ -24,6 +24,7 @@ def _start(cwd, stderr):
     kc = km.client()
     kc.start_channels()
     kc.wait_for_ready(timeout=60)
+    assert "get_msg" not in vars(kc.iopub_channel), "wait_for_ready left its shorter wait in place"
     return km, kc
 
 
