@@ -249,6 +249,20 @@ def test_an_import_that_never_ends_is_stopped_after_the_grace(tmp_path, monkeypa
     assert time.monotonic() - t0 < 5
 
 
+def test_a_limited_call_made_while_a_module_loads_is_still_limited(tmp_path, monkeypatch):
+    """Only an import that starts inside the call gets the grace, not one the call runs in (a
+    module or a test file that checks an answer when it is imported)."""
+    monkeypatch.setattr(harness, "IMPORT_GRACE", 10.0)
+    slow_module(tmp_path, monkeypatch, "checks_when_loaded", (
+        "from normlib.exercises._harness import TimeLimitExceeded, run_limited\n"
+        "def spin():\n    while True:\n        pass\n"
+        "try:\n    run_limited(spin, 0.1)\n    RESULT = 'returned'\n"
+        "except TimeLimitExceeded:\n    RESULT = 'stopped'"))
+    t0 = time.monotonic()
+    assert __import__("checks_when_loaded").RESULT == "stopped"
+    assert time.monotonic() - t0 < 5
+
+
 def test_a_check_whose_answer_imports_past_the_limit_passes_and_leaves_the_module_whole(
         tmp_path, monkeypatch):
     """The flake this fixes: a learner's first torch.use_deterministic_algorithms(True) imports

@@ -137,9 +137,10 @@ _HERE = os.path.abspath(__file__)
 IMPORT_GRACE = 30.0          # seconds past the deadline that imports may take, in all, per call
 
 
-def _importing(frame) -> bool:
-    """Whether ``frame`` runs inside an import (importlib's frames are below it on the stack)."""
-    while frame is not None:
+def _importing(frame, runner) -> bool:
+    """Whether ``frame`` runs inside an import that started within the limited call (importlib's
+    frames are on the stack between it and ``runner``, the call's own frame)."""
+    while frame is not None and frame is not runner:
         if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
             return True
         frame = frame.f_back
@@ -176,7 +177,7 @@ class _Limit:
         now = time.monotonic()
         if not self.expired and self.import_started is None and now < self.deadline:
             return False
-        if _importing(frame):
+        if _importing(frame, self.runner):
             if self.import_started is None:
                 self.import_started = now
             return self.granted + (now - self.import_started) > IMPORT_GRACE
