@@ -129,7 +129,7 @@ def run_limited(thunk, seconds: float):
         raise ValueError(f"run_limited: seconds must be > 0, got {seconds!r}")
     limit = _Limit(seconds)
     if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
-        return limit.run_with_alarm(thunk, seconds)
+        return limit.run_with_alarm(thunk)
     return limit.run_with_trace(thunk)
 
 
@@ -221,7 +221,7 @@ class _Limit:
             sys.settrace(old)
         return self._result(out)
 
-    def run_with_alarm(self, thunk, seconds: float):
+    def run_with_alarm(self, thunk):
         old_trace = sys.gettrace()
         self.runner = sys._getframe()
 
@@ -233,7 +233,7 @@ class _Limit:
 
         started = time.monotonic()
         old_handler = signal.signal(signal.SIGALRM, on_alarm)
-        outer, outer_interval = signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
+        outer, outer_interval = signal.setitimer(signal.ITIMER_REAL, self.seconds, 0.05)
         try:
             try:            # after the deadline the timer fires again every 50 ms
                 out = thunk()
