@@ -28,8 +28,8 @@ from tools.nbval_kernel import retrying
 # A kernel that dies before it answers (two workers' kernels given the same port) is started once
 # more, with its stderr in a warning: tools/nbval_kernel.py.
 nbval.kernel.start_new_kernel = retrying(nbval.kernel.start_new_kernel)
-# Each kernel is forked from a server that has imported torch, matplotlib and normlib once per worker,
-# instead of importing them itself (about 3 s a notebook): tools/forked_kernels.py.
+# Each kernel is forked from a server that has imported torch, matplotlib, normlib (and transformers)
+# once per worker, instead of importing them itself (about 3 s a notebook): tools/forked_kernels.py.
 nbval.kernel.KernelManager = ForkedKernelManager
 
 
