@@ -198,7 +198,9 @@ class _Running:
             raise
         finally:
             child_end.close()
-        self.deadline = self.started + limits.timeout
+        # The timeout counts from the child's start: start() also starts the server the first time
+        # (or after a submission killed it), importing torch, which is not the submission's time.
+        self.deadline = time.monotonic() + limits.timeout
 
     def finish(self, record: dict) -> dict:
         """Kill what is left of the submission's processes, clean up, and the row."""
