@@ -138,11 +138,13 @@ def test_relu_and_leaky_relu_are_their_where_formulas_bit_for_bit(mine, formula,
 
 @pytest.mark.parametrize("mine,ref", PAIRS)
 def test_nan_and_infinities_come_out_as_torchs(mine, ref):
-    # a NaN must stay NaN (a ReLU written with x > 0 turned it into 0, hiding a diverged run)
+    # a NaN must stay NaN (a ReLU written with x > 0 turned it into 0, hiding a diverged run).
+    # The reference runs in float64: on a CPU with AVX-512, torch 2.13 hands float32 F.gelu to
+    # oneDNN, which returns NaN for +inf (ONEDNN_MAX_CPU_ISA=AVX2, or float64, gives +inf, the
+    # limit of x * Phi(x)); ATen's own float64 kernels answer the same on every CPU. NaN and
+    # infinities must match exactly, finite values to float32's rounding.
     x = torch.tensor([math.nan, math.inf, -math.inf, 0.0, 1e30, -1e30])
-    ys = mine(x), ref(x)
-    assert torch.equal(ys[0].isnan(), ys[1].isnan())
-    assert torch.equal(ys[0].nan_to_num(), ys[1].nan_to_num())
+    torch.testing.assert_close(mine(x), ref(x.double()).float(), equal_nan=True)
 
 
 def test_leaky_relu_takes_a_negative_slope_as_torch():
