@@ -189,7 +189,6 @@ class _Running:
         self.conn, child_end = ctx.Pipe(duplex=False)
         job = {**item, **asdict(limits), "workdir": self.workdir, "notebook": item["notebook"]}
         self.process = ctx.Process(target=_child.run, args=(child_end, job))
-        self.started = time.monotonic()
         try:
             self.process.start()
         except BaseException:
@@ -198,9 +197,11 @@ class _Running:
             raise
         finally:
             child_end.close()
-        # The timeout counts from the child's start: start() also starts the server the first time
-        # (or after a submission killed it), importing torch, which is not the submission's time.
-        self.deadline = time.monotonic() + limits.timeout
+        # The timeout and the row's seconds count from the child's start: start() also starts the
+        # server the first time (or after a submission killed it), importing torch, which is not
+        # the submission's time.
+        self.started = time.monotonic()
+        self.deadline = self.started + limits.timeout
 
     def finish(self, record: dict) -> dict:
         """Kill what is left of the submission's processes, clean up, and the row."""
