@@ -6,6 +6,8 @@ untranslated notebook each fail, naming the notebook and the cell."""
 
 from __future__ import annotations
 
+import pathlib
+
 import nbformat
 import pytest
 
@@ -153,6 +155,48 @@ def test_a_preferred_term_containing_a_variant_is_not_flagged():
     from tools.translations import avoided_variants
     assert avoided_variants("后置归一化与前置归一化", terms) == []
     assert [v for v, _ in avoided_variants("预归一化", terms)] == ["预归一化"]
+
+
+def test_a_preferred_term_inside_a_variant_excuses_nothing_an_accepted_phrase_around_it_does():
+    from tools.translations import avoided_variants
+    terms = parse_glossary("| normalization | 归一化 | - |\n"
+                           "| Pre-Norm | 前置归一化 | 前归一化 | 之前归一化（动词短语） |\n")
+    assert [v for v, _ in avoided_variants("这里用了前归一化。", terms)] == ["前归一化"]
+    assert avoided_variants("在子层之前归一化。", terms) == []
+    # Excused in one place, reported in another: one report.
+    assert [v for v, _ in avoided_variants("之前归一化，也叫前归一化", terms)] == ["前归一化"]
+
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+GLOSSARY_TERMS = parse_glossary((ROOT / "notebooks" / "zh" / "_translations" / "glossary.md")
+                                .read_text("utf-8"))
+
+
+@pytest.mark.parametrize("variant, term", [(v, t) for t in GLOSSARY_TERMS for v in t.avoid],
+                         ids=lambda x: x if isinstance(x, str) else "")
+def test_every_avoided_variant_of_the_glossary_is_reported_alone_in_a_sentence(variant, term):
+    from tools.translations import avoided_variants
+    found = avoided_variants(f"这一段写的是{variant}，请看下面。", GLOSSARY_TERMS)
+    assert (variant, term) in found, found
+
+
+def test_the_glossary_has_its_avoided_variants():
+    assert sum(len(t.avoid) for t in GLOSSARY_TERMS) >= 111     # the glossary's count, issue 37
+
+
+def test_avoided_variants_in_the_exercises_chinese_strings_fail_naming_file_and_line(tree):
+    package = tree.parent / "normlib" / "exercises"
+    package.mkdir(parents=True)
+    (package / "_zh.py").write_text('ZH = {\n    "a": "归一化放在子层之前。",\n'
+                                    '    "b": "这是" "层标准化。",\n}\n', "utf-8")
+    (package / "catalog.py").write_text('TASK = "Normalize: 层标准化"  # English beside it\n'
+                                        'TITLE = "前归一化"\n', "utf-8")
+    problems = _problems(tree)
+    assert problems == [
+        "normlib/exercises/_zh.py:3: uses '层标准化'; the glossary says '层归一化' (LayerNorm)",
+        "normlib/exercises/catalog.py:1: uses '层标准化'; the glossary says '层归一化' (LayerNorm)",
+        "normlib/exercises/catalog.py:2: uses '前归一化'; the glossary says '前置归一化' "
+        "(Pre-Norm / Pre-LN)"], problems
 
 
 def test_untranslated_notebooks_fail_unless_pending_and_the_list_is_printed(tree, capsys):

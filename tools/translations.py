@@ -47,7 +47,10 @@ using a variant the glossary avoids, and when a generated notebook on disk diffe
 ``--write`` would write. It checks the Chinese pages too (README.zh-CN.md and every other
 ``*.zh-CN.md`` at the top level or under docs/, and the bilingual cheat sheet): every relative link
 and anchor resolves, a ``*.zh-CN.md`` page links the Chinese edition of every notebook that has one,
-and a cheat-sheet row that links an English lesson links its Chinese edition too. An English notebook without a translation file fails too, unless it
+and a cheat-sheet row that links an English lesson links its Chinese edition too. And it checks the
+Chinese string literals of normlib/exercises/ (the catalogue's tasks and follow-ups, the Chinese
+mistake messages) for the glossary's avoided variants, naming file and line. An English notebook
+without a translation file fails too, unless it
 is listed in ``_translations/PENDING`` (one notebook path per line); the pending list is printed on
 every run, to be emptied. ``--stale`` prints the blocks to (re)translate, comment blocks included
 (with the translations of the comments that did not change).
@@ -56,6 +59,7 @@ every run, to be emptied. ``--stale`` prints the blocks to (re)translate, commen
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import dataclasses
 import hashlib
@@ -186,10 +190,20 @@ class Term:
     english: str
     chinese: str
     avoid: list[str]
+    accept: list[str] = dataclasses.field(default_factory=list)   # "not wrong": never flagged
+
+
+def _forms(cell: str, glosses: bool = False) -> list[str]:
+    """The terms a glossary cell lists, split on 、 , ; / and ；; without ``glosses``, each
+    term's （…） gloss or note dropped (an avoided variant keeps it: 提示（prompt）, not 提示)."""
+    if not glosses:
+        cell = re.sub(r"（[^（）]*）", "", cell)
+    return [v.strip() for v in re.split(r"[、,，;；/]", cell) if v.strip() not in ("", "-")]
 
 
 def parse_glossary(text: str) -> list[Term]:
-    """Rows ``| English | 中文 | variants to avoid |`` (variants split on 、 , ; or /)."""
+    """Rows ``| English | 中文 | variants to avoid | also acceptable |`` (the fourth column
+    optional; variants split on 、 , ; or /)."""
     terms = []
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -197,19 +211,49 @@ def parse_glossary(text: str) -> list[Term]:
             continue
         if set(cells[0]) <= set("-: ") or cells[0].lower() == "english":
             continue                                       # the header and its rule
-        avoid = [v.strip() for v in re.split(r"[、,，;；/]", cells[2]) if v.strip() not in ("", "-")]
-        terms.append(Term(cells[0], cells[1], avoid))
+        terms.append(Term(cells[0], cells[1], _forms(cells[2], glosses=True),
+                          _forms(cells[3]) if len(cells) > 3 else []))
     return terms
 
 
+def _spans(text: str, part: str) -> list[tuple[int, int]]:
+    """Every occurrence of ``part`` in ``text`` as (start, end), overlapping ones included."""
+    spans, start = [], text.find(part)
+    while start != -1:
+        spans.append((start, start + len(part)))
+        start = text.find(part, start + 1)
+    return spans
+
+
 def avoided_variants(text: str, terms: list[Term]) -> list[tuple[str, Term]]:
-    """(variant, term) for each avoided variant in ``text``. Preferred terms are masked first, so
-    an avoided variant inside another term's preferred form (e.g. 归一化层 inside 层归一化层) is fine."""
-    preferred = {form.split("（")[0].strip() for t in terms for form in t.chinese.split("/")}
-    masked = text
-    for form in sorted(preferred - {""}, key=len, reverse=True):
-        masked = masked.replace(form, "\0")
-    return [(v, t) for t in terms for v in t.avoid if v in masked]
+    """(variant, term) for each avoided variant in ``text``, each once. An occurrence is excused
+    only where a preferred or accepted form overlaps it and reaches beyond it (归一化层 inside
+    层归一化层, 前归一化 inside 之前归一化); a form lying wholly inside the variant excuses nothing,
+    so 前归一化 is reported although 归一化 is preferred."""
+    excusing = {form for t in terms for form in _forms(t.chinese) + t.accept}
+    found = []
+    for term in terms:
+        for variant in term.avoid:
+            for start, end in _spans(text, variant):
+                if not any(a < end and b > start and (a < start or b > end)
+                           for form in excusing for a, b in _spans(text, form)):
+                    found.append((variant, term))
+                    break
+    return found
+
+
+# The exercises' Chinese outside the notebooks: the catalogue's titles, tasks and follow-ups
+# (catalog.py) and the checkers' Chinese mistake messages (_zh.py, or the exercise's own module),
+# in every module of this folder of the repository.
+EXERCISE_TEXTS = "normlib/exercises"
+
+
+def chinese_literals(source: str) -> list[tuple[int, str]]:
+    """(line, text) for each string literal of a Python source that holds Chinese (adjacent
+    literals joined, as Python joins them; the line is the first one's)."""
+    return [(node.lineno, node.value) for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and CJK.search(node.value)]
 
 
 # ------------------------------------------------------------------- English words in Chinese prose
@@ -689,6 +733,7 @@ class Edition:
                            f"{rel(self.layout.translations / 'PENDING')}")
         for page in self.pages():
             out += self.check_page(page)
+        out += self.check_exercise_texts()
         expected = {self.layout.chinese(p).resolve() for p in self.blocks}
         for path in sorted(self.layout.zh.rglob("*.ipynb")):
             if ".ipynb_checkpoints" not in path.parts and path.resolve() not in expected:
@@ -709,6 +754,18 @@ class Edition:
         else:
             return None
         return {anchor(h) for c in nb.cells if c.cell_type == "markdown" for h in headings(c.source)}
+
+    def check_exercise_texts(self) -> list[str]:
+        """The glossary's avoided variants in the Chinese string literals of the modules in
+        EXERCISE_TEXTS (none in a tree without that folder)."""
+        top, out = self.layout.notebooks.parent, []
+        for path in sorted((top / EXERCISE_TEXTS).glob("*.py")):
+            name = path.relative_to(top).as_posix()
+            for line, text in chinese_literals(path.read_text("utf-8")):
+                out += [f"{name}:{line}: uses {variant!r}; the glossary says "
+                        f"{term.chinese!r} ({term.english})"
+                        for variant, term in avoided_variants(text, self.terms)]
+        return out
 
     def pages(self) -> list[pathlib.Path]:
         """The Chinese entry pages: *.zh-CN.md at the top level and under docs/, and the cheat
