@@ -162,6 +162,14 @@ def page() -> str:
             example = _cell(shown[key]) if key in shown else "no mutant: found by a probe or a check"
             lines.append(f"| `{c.code}` | {_cell(c.label)}: {_cell(c.message)} | "
                          f"{_cell(c.message_zh)} | {example} |")
+    changed = [f"| `{old}` | renamed: now `{new}` | 已改名：现为 `{new}` |"
+               for old, new in codes.ALIASES.items()]
+    changed += [f"| `{code}` | {_cell(en)} | {_cell(zh)} |"
+                for code, (en, zh) in codes.REDEFINED.items()]
+    if changed:
+        lines += ["", "## Codes renamed or redefined since their release", "",
+                  "A gradebook written before the change means by these codes what this table "
+                  "says.", "", "| code | what changed | 中文 |", "|---|---|---|", *changed]
     lines += ["", "## submission (the grader)", "", "| code | English | 中文 | example |",
               "|---|---|---|---|"]
     for code, (_, en, zh, example) in codes.SUBMISSION_CODES.items():

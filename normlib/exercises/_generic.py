@@ -1,6 +1,7 @@
-"""The mistakes every checker can name, whatever the exercise: {key: (short label, explanation)}."""
+"""The mistakes every checker can name, whatever the exercise: {key: (short label, explanation)},
+and ``catalogue``, which keeps an exercise's own mistakes from shadowing them."""
 
-__all__ = ["GENERIC_MISTAKES", "OUTCOMES", "CANNOT_TELL"]
+__all__ = ["GENERIC_MISTAKES", "OUTCOMES", "CANNOT_TELL", "catalogue"]
 
 CANNOT_TELL = ("I cannot tell exactly which mistake this is: the values differ from the reference "
                "(see the ✗ lines), but every property the checker probes holds. Compare your code "
@@ -38,3 +39,16 @@ GENERIC_MISTAKES = {
                      "not recognise: compare your code with the formula, step by step, on a small "
                      "input."),
 }
+
+
+def catalogue(exercise: str, mistakes: dict) -> dict:
+    """``mistakes`` ({key: (short label, explanation)}), after checking that no key is a generic
+    mistake's or an outcome's: a catalogue that reused "wrong_shape" for its own meaning silently
+    replaced "the output has the wrong shape" (code review 2, finding 5). Called where a checker
+    defines its catalogue, so a clash fails at import; Session and codes.registry check again."""
+    clash = sorted(set(mistakes) & (set(GENERIC_MISTAKES) | set(OUTCOMES)))
+    if clash:
+        raise ValueError(f"catalogue of {exercise!r}: mistake keys {clash} shadow the generic "
+                         "mistakes of every exercise (normlib/exercises/_generic.py); give the "
+                         "exercise's own mistake another key")
+    return mistakes

@@ -23,8 +23,9 @@ import re
 
 import torch
 
+from ._code import code_of, message_zh
 from ._compare import close, grad_output, max_error, tolerance
-from ._generic import CANNOT_TELL, GENERIC_MISTAKES, OUTCOMES
+from ._generic import CANNOT_TELL, GENERIC_MISTAKES, OUTCOMES, catalogue
 from ._harness import (
     Spy,
     TimeLimitExceeded,
@@ -37,7 +38,6 @@ from ._harness import (
     run_limited,
     snapshot,
 )
-from .codes import code_of, message_zh
 from .result import FAIL, PASS, CheckResult
 
 __all__ = ["Session", "Fail", "GENERIC_MISTAKES"]
@@ -70,12 +70,13 @@ class _Stop(Exception):
 class Session:
     """Runs the checks of one exercise and collects the report (see the module docstring)."""
 
-    def __init__(self, name: str, mistakes: dict, *, exercise: str, time_limit: float = 3.0,
-                 forbidden: dict[str, str] | None = None, references: dict | None = None,
-                 error_hints: tuple = (), vague: tuple = ()):
+    def __init__(self, name: str, mistakes: dict, *, exercise: str, title_zh: str = "",
+                 time_limit: float = 3.0, forbidden: dict[str, str] | None = None,
+                 references: dict | None = None, error_hints: tuple = (), vague: tuple = ()):
         self.name, self.exercise, self.time_limit = name, exercise, time_limit
+        self.title_zh = title_zh                  # the exercise's title in the Chinese report
         self.vague = _UNSPECIFIC | set(vague)     # keys that name no mistake a learner can fix
-        self.mistakes = {**OUTCOMES, **GENERIC_MISTAKES, **mistakes}
+        self.mistakes = {**OUTCOMES, **GENERIC_MISTAKES, **catalogue(exercise, mistakes)}
         self.specific = set(mistakes)
         self.forbidden, self.references = forbidden or {}, references or {}
         self.error_hints = error_hints          # ((regex, mistake key), ...) for exceptions
@@ -141,9 +142,7 @@ class Session:
     def result(self) -> CheckResult:
         """The CheckResult, with its stable code and one-line messages (English, Chinese)."""
         result = self._result()
-        from .catalog import EXERCISES  # the catalogue imports every checker
-        result.exercise = self.exercise
-        result.title_zh = EXERCISES[self.exercise].title_zh if self.exercise in EXERCISES else ""
+        result.exercise, result.title_zh = self.exercise, self.title_zh
         n = len(result.messages)
         if result.passed:
             result.message = f"{self.name}: all {n} checks passed"

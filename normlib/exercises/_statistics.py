@@ -7,10 +7,11 @@ n = B * H * W values per channel; m = momentum.
 from __future__ import annotations
 
 from ._cases import DoesNotApply
+from ._generic import catalogue
 
 __all__ = ["BN_MISTAKES", "RUNNING_RULES", "BN_TRAIN_MUTANTS", "BN_EVAL_MUTANTS"]
 
-BN_MISTAKES = {
+BN_MISTAKES = catalogue("batch_norm", {
     "not_buffers": ("running stats not buffers", "running_mean and running_var must be registered "
                     "buffers (self.register_buffer): state that .to(), .cuda() and state_dict() "
                     "carry, and that no optimizer updates."),
@@ -84,7 +85,7 @@ BN_MISTAKES = {
                               "current batch."),
     "running_var_stat": ("running_var stores another statistic", "running_var stores the unbiased "
                          "variance of the batch (n / (n - 1) times the biased one), not the std."),
-}
+})
 
 
 def _dims(x):

@@ -205,6 +205,8 @@ ZH = {
     "cache_after_repeat": "缓存里存的是重复后的头：应在重复之前缓存 n_kv_heads 个键值头。",
     "cache_steps": "逐步解码的结果与整段前向计算不同。",
     "missing_parameter": "缺少参数或参数名不对。",
+    "weight_shape": "某个权重的形状不对：q_proj、o_proj 为 (C, C)，k_proj、v_proj 为 "
+                    "(n_kv_heads * 头维度, C)，w1、w3 为 (hidden_dim, C)，w2 为 (C, hidden_dim)。",
     "post_norm": "归一化放在了残差相加之后（后置归一化）：LLaMA 用前置归一化，h = x + attn(norm(x))。",
     "no_residual": "缺少残差连接：h = x + attn(norm(x))，out = h + ffn(norm(h))。",
     "no_attn_residual": "注意力子层缺少残差连接：h = x + attn(attn_norm(x))。",
@@ -250,8 +252,6 @@ ZH = {
 ZH_BY_CODE = {
     "batch_norm.missing_keepdim": "统计量无法广播：形状应为 (1, C, 1, ...)，与输入对齐。",
     "batch_norm.no_affine": "没有 weight / bias 参数。",
-    "llama_block.wrong_shape": "某个权重的形状不对：q_proj、o_proj 为 (C, C)，k_proj、v_proj 为 "
-                               "(n_kv_heads * 头维度, C)，w1、w3 为 (hidden_dim, C)，w2 为 (C, hidden_dim)。",
     "swiglu_ffn.missing_projection": "缺少 w1、w2 或 w3（名字不对或没有定义）。",
     "multi_head_attention.missing_projection": "缺少 q_proj、k_proj、v_proj 或 o_proj（名字不对或没有定义）。",
     "qk_norm_attention.layer_norm": "q_norm、k_norm 用了层归一化：Qwen3 用均方根归一化，不减均值。",

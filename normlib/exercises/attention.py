@@ -15,13 +15,17 @@ import normlib as nl
 
 from ._cases import Case, DoesNotApply, run_backward, run_cases
 from ._compare import randn
+from ._generic import catalogue
 from ._probes import fmt, near, output
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["check_attention", "ATTENTION_MISTAKES", "ATTENTION_MUTANTS"]
+__all__ = ["TITLE_ZH", "check_attention", "ATTENTION_MISTAKES", "ATTENTION_MUTANTS"]
 
-ATTENTION_MISTAKES = {
+# the exercise's title in the Chinese report (catalog.py shows it in the drill)
+TITLE_ZH = "因果自注意力"
+
+ATTENTION_MISTAKES = catalogue("attention", {
     "no_scaling": ("missing 1/sqrt(d)", "the scores are not scaled: divide q k^T by sqrt(D), the "
                    "head dim, or the softmax saturates as D grows (Vaswani et al. 2017, 3.2.1)."),
     "scaled_by_d": ("scaled by 1/d", "the scores are divided by D; the scale is 1 / sqrt(D)."),
@@ -54,7 +58,7 @@ ATTENTION_MISTAKES = {
     "scale": ("wrong scale", "the scores are q . k / sqrt(D)."),
     "weights_transposed": ("weights transposed", "the output is weights @ v, the softmax taken "
                            "over the keys (the last dim)."),
-}
+})
 
 
 def _attn(q, k, v, causal=True, scale=None, diagonal=0, mode="fill", dim=-1, naive=False,
@@ -146,7 +150,7 @@ _FORBIDDEN = {"scaled_dot_product_attention": "F.scaled_dot_product_attention",
 
 def check_attention(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(q, k, v, causal=True)`` for (B, H, T, D) against nl.attention."""
-    s = Session("Attention", ATTENTION_MISTAKES, exercise="attention",
+    s = Session("Attention", ATTENTION_MISTAKES, exercise="attention", title_zh=TITLE_ZH,
                 time_limit=time_limit, forbidden=_FORBIDDEN,
                 references={nl.attention: "nl.attention",
                             nl.MultiHeadAttention.forward: "nl.MultiHeadAttention"},

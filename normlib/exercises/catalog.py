@@ -8,21 +8,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .attention import check_attention
-from .batch_norm import check_batch_norm
-from .deep_norm import check_deep_norm
-from .gelu import check_gelu_tanh
-from .layer_norm import check_layer_norm
-from .layer_norm_backward import check_layer_norm_backward
-from .llama_block import check_llama_block
-from .multi_head_attention import check_multi_head_attention
-from .online_softmax import check_online_softmax_attention
-from .qk_norm import check_qk_norm_attention
-from .rms_norm import check_rms_norm
-from .rope import check_rope
-from .schedule import check_warmup_cosine
-from .sliding_window import check_sliding_window_attention
-from .swiglu import check_swiglu_ffn
+from . import (
+    attention,
+    batch_norm,
+    deep_norm,
+    gelu,
+    layer_norm,
+    layer_norm_backward,
+    llama_block,
+    multi_head_attention,
+    online_softmax,
+    qk_norm,
+    rms_norm,
+    rope,
+    schedule,
+    sliding_window,
+    swiglu,
+)
 
 __all__ = ["Exercise", "FollowUp", "EXERCISES", "exercise"]
 
@@ -41,7 +43,7 @@ class Exercise:
     title: str             # "LayerNorm"
     title_zh: str          # "层归一化"
     notebook: str          # "01_layer_norm.ipynb"
-    checker: object        # check_layer_norm
+    checker: object        # layer_norm.check_layer_norm
     stub: str              # the code the learner starts from
     task: str
     task_zh: str
@@ -60,7 +62,8 @@ def _q(*texts: str) -> FollowUp:
 
 _EXERCISES = [
     Exercise(
-        "layer_norm", "LayerNorm", "层归一化 LayerNorm", "01_layer_norm.ipynb", check_layer_norm,
+        "layer_norm", "LayerNorm", layer_norm.TITLE_ZH, "01_layer_norm.ipynb",
+        layer_norm.check_layer_norm,
         'def layer_norm(x, weight, bias, eps=1e-5):\n    """LayerNorm over the last dim of x."""\n'
         "    raise NotImplementedError\n",
         "Normalize x (..., d) over its last dim: y = (x - mean) / sqrt(var + eps) * weight + bias, "
@@ -93,7 +96,8 @@ _EXERCISES = [
             "re-scaling invariance.",
             "对一行加上常数或乘以正数不变（平移不变性和缩放不变性）；RMSNorm 只保留缩放不变性。"))),
     Exercise(
-        "batch_norm", "BatchNorm", "批归一化 BatchNorm", "02_batch_norm.ipynb", check_batch_norm,
+        "batch_norm", "BatchNorm", batch_norm.TITLE_ZH, "02_batch_norm.ipynb",
+        batch_norm.check_batch_norm,
         "class BatchNorm(nn.Module):\n    def __init__(self, num_features, eps=1e-5, momentum=0.1):\n"
         "        super().__init__()\n        raise NotImplementedError\n\n"
         "    def forward(self, x):\n        raise NotImplementedError\n",
@@ -134,7 +138,7 @@ _EXERCISES = [
             "方差为 0，无偏估计要除以 0；PyTorch 会报错 \"Expected more than 1 value per channel "
             "when training\"。"))),
     Exercise(
-        "rms_norm", "RMSNorm", "均方根归一化 RMSNorm", "03_rms_norm.ipynb", check_rms_norm,
+        "rms_norm", "RMSNorm", rms_norm.TITLE_ZH, "03_rms_norm.ipynb", rms_norm.check_rms_norm,
         'def rms_norm(x, weight, eps=1e-6):\n    """RMSNorm over the last dim of x."""\n'
         "    raise NotImplementedError\n",
         "y = x / sqrt(mean(x^2) + eps) * weight over the last dim, no mean subtracted. Compute in "
@@ -171,7 +175,8 @@ _EXERCISES = [
 
 _EXERCISES += [
     Exercise(
-        "deep_norm", "DeepNorm", "DeepNorm", "04_deep_norm.ipynb", check_deep_norm,
+        "deep_norm", "DeepNorm", deep_norm.TITLE_ZH, "04_deep_norm.ipynb",
+        deep_norm.check_deep_norm,
         "class DeepNorm(nn.Module):\n    def __init__(self, d_model, n_layers):\n"
         "        super().__init__()\n        raise NotImplementedError\n\n"
         "    def forward(self, x, sublayer):\n        raise NotImplementedError\n",
@@ -207,7 +212,7 @@ _EXERCISES += [
             "论文据此约束模型更新量 "
             "||F(x, theta_t) - F(x, theta_0)||，而 Post-LN 在训练初期这个量会爆炸。"))),
     Exercise(
-        "swiglu_ffn", "SwiGLU FFN", "SwiGLU 前馈层", "05_swiglu_ffn.ipynb", check_swiglu_ffn,
+        "swiglu_ffn", "SwiGLU FFN", swiglu.TITLE_ZH, "05_swiglu_ffn.ipynb", swiglu.check_swiglu_ffn,
         "class SwiGLUFFN(nn.Module):\n    def __init__(self, dim, hidden_dim):\n"
         "        super().__init__()\n        raise NotImplementedError\n\n"
         "    def forward(self, x):\n        raise NotImplementedError\n",
@@ -240,7 +245,7 @@ _EXERCISES += [
             "Shazeer（2020）写的 GLU 变体都没有 bias，LLaMA 沿用（nn.Linear(..., bias=False)），"
             "这样 LLaMA 的权重可以直接加载。"))),
     Exercise(
-        "rope", "RoPE", "旋转位置编码 RoPE", "06_rope.ipynb", check_rope,
+        "rope", "RoPE", rope.TITLE_ZH, "06_rope.ipynb", rope.check_rope,
         'def rope(x, base=10000.0):\n    """Rotate x (..., T, D): the row at index t of dim -2 is '
         'position t."""\n    raise NotImplementedError\n',
         "Rotate each feature pair i of x (..., T, D) at position t by the angle t * theta_i, "
@@ -274,8 +279,8 @@ _EXERCISES += [
 
 _EXERCISES += [
     Exercise(
-        "warmup_cosine", "Warmup + cosine schedule", "学习率预热 + 余弦衰减", "07_warmup_cosine.ipynb",
-        check_warmup_cosine,
+        "warmup_cosine", "Warmup + cosine schedule", schedule.TITLE_ZH, "07_warmup_cosine.ipynb",
+        schedule.check_warmup_cosine,
         "def warmup_cosine(step, warmup_steps, total_steps, min_ratio=0.0):\n"
         '    """The learning-rate multiplier at this step."""\n    raise NotImplementedError\n',
         "Return the learning-rate multiplier: step / warmup_steps while step < warmup_steps, "
@@ -308,7 +313,7 @@ _EXERCISES += [
             "让训练后期仍在学习，并保证 total_steps 之后学习率不再回升；LLaMA 的余弦衰减到"
             "峰值学习率的 10% 为止。"))),
     Exercise(
-        "gelu_tanh", "GELU (tanh form)", "GELU（tanh 近似）", "08_gelu_tanh.ipynb", check_gelu_tanh,
+        "gelu_tanh", "GELU (tanh form)", gelu.TITLE_ZH, "08_gelu_tanh.ipynb", gelu.check_gelu_tanh,
         'def gelu_tanh(x):\n    """GELU, tanh approximation."""\n    raise NotImplementedError\n',
         "GELU's tanh approximation, as GPT-2 and F.gelu(x, approximate='tanh'): "
         "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Keep x's dtype.",
@@ -331,7 +336,8 @@ _EXERCISES += [
             "1.702 it is SiLU.",
             "GELU 论文里的另一种近似，最大误差约 0.020；把 1.702 换成 1 就是 SiLU。"))),
     Exercise(
-        "attention", "Causal attention", "因果自注意力", "09_attention.ipynb", check_attention,
+        "attention", "Causal attention", attention.TITLE_ZH, "09_attention.ipynb",
+        attention.check_attention,
         'def attention(q, k, v, causal=True):\n    """q, k, v: (B, H, T, D)."""\n'
         "    raise NotImplementedError\n",
         "Scaled dot-product attention for q, k, v of shape (B, H, T, D): "
@@ -363,8 +369,8 @@ _EXERCISES += [
 
 _EXERCISES += [
     Exercise(
-        "layer_norm_backward", "LayerNorm backward", "手推 LayerNorm 反向传播",
-        "10_layer_norm_backward.ipynb", check_layer_norm_backward,
+        "layer_norm_backward", "LayerNorm backward", layer_norm_backward.TITLE_ZH,
+        "10_layer_norm_backward.ipynb", layer_norm_backward.check_layer_norm_backward,
         "def layer_norm_backward(dy, x, weight, eps=1e-5):\n"
         '    """dx, dweight, dbias of LayerNorm over the last dim, by hand."""\n'
         "    raise NotImplementedError\n",
@@ -400,8 +406,9 @@ _EXERCISES += [
 
 _EXERCISES += [
     Exercise(
-        "multi_head_attention", "Multi-head attention (GQA, KV cache)", "手撕多头注意力（GQA、KV cache）",
-        "11_multi_head_attention.ipynb", check_multi_head_attention,
+        "multi_head_attention", "Multi-head attention (GQA, KV cache)",
+        multi_head_attention.TITLE_ZH,
+        "11_multi_head_attention.ipynb", multi_head_attention.check_multi_head_attention,
         "class MultiHeadAttention(nn.Module):\n"
         "    def __init__(self, d_model, n_heads, n_kv_heads=None):\n"
         "        super().__init__()\n        raise NotImplementedError\n\n"
@@ -457,8 +464,8 @@ _EXERCISES += [
             "每个头的分数是 head_dim 项的点积：各分量方差为 1 时，它的方差是 head_dim"
             "（Vaswani 等 2017，3.2.1 节）。"))),
     Exercise(
-        "llama_block", "LLaMA decoder block", "手撕 LLaMA 解码器块", "12_llama_block.ipynb",
-        check_llama_block,
+        "llama_block", "LLaMA decoder block", llama_block.TITLE_ZH, "12_llama_block.ipynb",
+        llama_block.check_llama_block,
         "class LlamaBlock(nn.Module):\n"
         "    def __init__(self, d_model, n_heads, hidden_dim, n_kv_heads=None):\n"
         "        super().__init__()\n        raise NotImplementedError\n\n"
@@ -518,8 +525,8 @@ _EXERCISES += [
 _EXERCISES += [
     Exercise(
         "online_softmax_attention", "Tiled attention with the online softmax",
-        "手撕在线 softmax 分块注意力（FlashAttention 的核心）", "13_online_softmax_attention.ipynb",
-        check_online_softmax_attention,
+        online_softmax.TITLE_ZH, "13_online_softmax_attention.ipynb",
+        online_softmax.check_online_softmax_attention,
         "def online_softmax_attention(q, k, v, block_size=2):\n"
         '    """q: (B, H, T, D); k, v: (B, H, S, D). No mask; keys in blocks of block_size."""\n'
         "    raise NotImplementedError\n",
@@ -571,8 +578,8 @@ _EXERCISES += [
 _EXERCISES += [
     Exercise(
         "sliding_window_attention", "Sliding-window attention with a rolling KV cache",
-        "手撕滑动窗口注意力与滚动 KV cache", "14_sliding_window_attention.ipynb",
-        check_sliding_window_attention,
+        sliding_window.TITLE_ZH, "14_sliding_window_attention.ipynb",
+        sliding_window.check_sliding_window_attention,
         "def sliding_window_attention(q, k, v, window, cache):\n"
         '    """q, k, v: (B, H, T, D), the new tokens before RoPE; cache: a dict, {} at first."""\n'
         "    raise NotImplementedError\n",
@@ -629,8 +636,8 @@ _EXERCISES += [
 
 _EXERCISES += [
     Exercise(
-        "qk_norm_attention", "QK-norm attention (Qwen3)", "手撕 QK-norm 注意力（Qwen3）",
-        "15_qk_norm_attention.ipynb", check_qk_norm_attention,
+        "qk_norm_attention", "QK-norm attention (Qwen3)", qk_norm.TITLE_ZH,
+        "15_qk_norm_attention.ipynb", qk_norm.check_qk_norm_attention,
         "class QKNormAttention(nn.Module):\n"
         "    def __init__(self, d_model, n_heads, eps=1e-6):\n"
         "        super().__init__()\n        raise NotImplementedError\n\n"

@@ -9,21 +9,52 @@ Every exercise also has the codes of the outcomes that name no particular mistak
 The codes come from the checkers' catalogues ({key: (short label, explanation)}), so they are
 written once; docs/mistakes.md lists them (``make mistake-codes`` writes it), and
 tests/data/released_codes.txt keeps a released code from being renamed or dropped: a renamed code
-keeps an entry in ``ALIASES`` (old -> new).
+keeps an entry in ``ALIASES`` (old -> new), and a code that now names another mistake keeps a note
+in ``REDEFINED``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._generic import GENERIC_MISTAKES, OUTCOMES
-from ._zh import ZH, ZH_BY_CODE
+from . import (
+    attention,
+    batch_norm,
+    deep_norm,
+    gelu,
+    layer_norm,
+    layer_norm_backward,
+    llama_block,
+    multi_head_attention,
+    online_softmax,
+    qk_norm,
+    rms_norm,
+    rope,
+    schedule,
+    sliding_window,
+    swiglu,
+)
+from ._code import code_of, message_zh
+from ._generic import GENERIC_MISTAKES, OUTCOMES, catalogue
 
 __all__ = ["Code", "registry", "resolve", "code_of", "message_zh", "catalogues",
-           "SUBMISSION_CODES", "ALIASES"]
+           "SUBMISSION_CODES", "ALIASES", "REDEFINED"]
 
 # old code -> new code, for every released code that was renamed (tests/data/released_codes.txt)
 ALIASES: dict[str, str] = {}
+
+# released codes that still exist but name another mistake than they once did: code -> what a
+# gradebook written before the change meant by it, (English, Chinese); docs/mistakes.md lists them
+REDEFINED: dict[str, tuple[str, str]] = {
+    "llama_block.wrong_shape": (
+        "until issue 33 the LLaMA block's own key for a weight of the wrong shape, which shadowed "
+        "the generic wrong output shape (code review 2, finding 5); a weight of the wrong shape is "
+        "now llama_block.weight_shape, and llama_block.wrong_shape means the output's shape, as in "
+        "every exercise",
+        "在 issue 33 之前，这是 LLaMA 块自己的“某个权重形状不对”，它遮住了通用的“输出形状不对”"
+        "（代码评审 2，问题 5）；权重形状不对现在是 llama_block.weight_shape，"
+        "llama_block.wrong_shape 与其他练习一样，指输出的形状不对"),
+}
 
 # The grader's codes: (short label, English message, Chinese message, example).
 SUBMISSION_CODES = {
@@ -79,23 +110,6 @@ class Code:
 
 def catalogues() -> dict[str, dict]:
     """{exercise key: its catalogue {mistake key: (short label, explanation)}}, every exercise."""
-    from . import (
-        attention,
-        batch_norm,
-        deep_norm,
-        gelu,
-        layer_norm,
-        layer_norm_backward,
-        llama_block,
-        multi_head_attention,
-        online_softmax,
-        qk_norm,
-        rms_norm,
-        rope,
-        schedule,
-        sliding_window,
-        swiglu,
-    )
     return {"layer_norm": layer_norm.LAYER_NORM_MISTAKES, "rms_norm": rms_norm.RMS_NORM_MISTAKES,
             "batch_norm": batch_norm.BN_MISTAKES, "deep_norm": deep_norm.DEEP_NORM_MISTAKES,
             "swiglu_ffn": swiglu.SWIGLU_MISTAKES, "rope": rope.ROPE_MISTAKES,
@@ -109,21 +123,13 @@ def catalogues() -> dict[str, dict]:
             "qk_norm_attention": qk_norm.QK_NORM_MISTAKES}
 
 
-def code_of(exercise: str, key: str) -> str:
-    return f"{exercise}.{key}"
-
-
-def message_zh(exercise: str, key: str) -> str:
-    """The Chinese one-line message of ``<exercise>.<key>``."""
-    return ZH_BY_CODE.get(code_of(exercise, key)) or ZH[key]
-
-
 def registry() -> dict[str, Code]:
     """Every code, in the order of docs/mistakes.md: each exercise's outcomes and generic mistakes,
     then its catalogue; then the grader's ``submission.*`` codes."""
     codes: dict[str, Code] = {}
-    for exercise, catalogue in catalogues().items():
-        for key, (label, text) in {**OUTCOMES, **GENERIC_MISTAKES, **catalogue}.items():
+    for exercise, mistakes in catalogues().items():
+        for key, (label, text) in {**OUTCOMES, **GENERIC_MISTAKES,
+                                   **catalogue(exercise, mistakes)}.items():
             c = code_of(exercise, key)
             codes[c] = Code(c, exercise, key, label, text, message_zh(exercise, key))
     for c, (label, en, zh, _) in SUBMISSION_CODES.items():

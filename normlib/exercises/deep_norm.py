@@ -17,13 +17,18 @@ import normlib as nl
 
 from ._cases import Case, new_module, run_cases
 from ._compare import bind, bind_last, randn
+from ._generic import catalogue
 from ._probes import fmt, near, output
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["check_deep_norm", "DEEP_NORM_MISTAKES", "DEEP_NORM_CONSTANT_MUTANTS", "DEEP_NORM_MUTANTS"]
+__all__ = ["TITLE_ZH", "check_deep_norm", "DEEP_NORM_MISTAKES", "DEEP_NORM_CONSTANT_MUTANTS",
+           "DEEP_NORM_MUTANTS"]
 
-DEEP_NORM_MISTAKES = {
+# the exercise's title in the Chinese report (catalog.py shows it in the drill)
+TITLE_ZH = "DeepNorm"
+
+DEEP_NORM_MISTAKES = catalogue("deep_norm", {
     "missing_constants": ("no alpha/beta attributes", "the module needs attributes alpha and beta "
                           "(numbers), computed from n_layers in __init__."),
     "wrong_exponents": ("wrong exponents", "alpha and beta use the wrong formula: encoder-only "
@@ -67,7 +72,7 @@ DEEP_NORM_MISTAKES = {
     "beta_growth": ("beta varies wrongly with N", "beta = (8N)^(-1/4): it falls as N^-0.25."),
     "beta_prefactor": ("beta's factor misplaced", "the factor 8 belongs inside the power: beta = "
                        "(8N)^(-1/4)."),
-}
+})
 
 # (key, alpha(N), beta(N)) for formulas a learner may write instead of DeepNet's encoder-only pair
 DEEP_NORM_CONSTANT_MUTANTS = [
@@ -128,7 +133,7 @@ CASES = [
 
 def check_deep_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check the class ``cls(d_model, n_layers)`` (alpha, beta, forward(x, sublayer))."""
-    s = Session("DeepNorm", DEEP_NORM_MISTAKES, exercise="deep_norm",
+    s = Session("DeepNorm", DEEP_NORM_MISTAKES, exercise="deep_norm", title_zh=TITLE_ZH,
                 time_limit=time_limit, vague=("wrong_exponents",))
     if not s.require_callable(cls, "your class"):
         return s.result()

@@ -14,13 +14,17 @@ import normlib as nl
 
 from ._cases import Case, run_backward, run_cases
 from ._compare import randn
+from ._generic import catalogue
 from ._probes import fmt, near, output
 from ._session import Session
 from .result import CheckResult
 
-__all__ = ["check_gelu_tanh", "GELU_MISTAKES", "GELU_MUTANTS"]
+__all__ = ["TITLE_ZH", "check_gelu_tanh", "GELU_MISTAKES", "GELU_MUTANTS"]
 
-GELU_MISTAKES = {
+# the exercise's title in the Chinese report (catalog.py shows it in the drill)
+TITLE_ZH = "GELU（tanh 近似）"
+
+GELU_MISTAKES = catalogue("gelu_tanh", {
     "exact_erf": ("exact erf GELU", "that is the exact GELU, 0.5 x (1 + erf(x / sqrt 2)); the "
                   "exercise asks for the tanh approximation (they differ by up to about 4.7e-4)."),
     "sigmoid_approximation": ("x * sigmoid(1.702 x)", "that is the sigmoid approximation "
@@ -42,7 +46,7 @@ GELU_MISTAKES = {
     "not_times_x": ("not multiplied by x", "GELU is x times a weight between 0 and 1: 0.5 x (1 + "
                     "tanh(...))."),
     "tails": ("wrong tails", "GELU is about x for large x and about 0 for large negative x."),
-}
+})
 
 
 _C = math.sqrt(2 / math.pi)
@@ -91,7 +95,8 @@ BACKWARD = Case("backward", lambda: (randn(3, 5, seed=40, dtype=torch.float64, s
 
 def check_gelu_tanh(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(x)``, GELU's tanh approximation, against nl.gelu(x, approximate="tanh")."""
-    s = Session("GELU (tanh)", GELU_MISTAKES, exercise="gelu_tanh", time_limit=time_limit,
+    s = Session("GELU (tanh)", GELU_MISTAKES, exercise="gelu_tanh", title_zh=TITLE_ZH,
+                time_limit=time_limit,
                 forbidden={"gelu": "F.gelu (or nn.GELU)"}, references={nl.gelu: "nl.gelu"})
     if not s.require_callable(fn):
         return s.result()

@@ -14,12 +14,16 @@ import normlib as nl
 
 from ._cases import Case, norm_inputs, run_backward, run_cases
 from ._compare import BROADCAST_ERROR
+from ._generic import catalogue
 from ._probes import norm_probes, output
 from ._session import Session
 from ._shared import norm_mistakes
 from .result import CheckResult
 
-__all__ = ["check_layer_norm", "LAYER_NORM_MISTAKES", "LAYER_NORM_MUTANTS"]
+__all__ = ["TITLE_ZH", "check_layer_norm", "LAYER_NORM_MISTAKES", "LAYER_NORM_MUTANTS"]
+
+# the exercise's title in the Chinese report (catalog.py shows it in the drill)
+TITLE_ZH = "层归一化 LayerNorm"
 
 _NORM_MISTAKES = norm_mistakes(
     "LayerNorm", stat="std", stats="mean and variance", reduce="x.mean(-1, keepdim=True)",
@@ -27,7 +31,7 @@ _NORM_MISTAKES = norm_mistakes(
     overflow="the variance of values more than 256 from their mean")
 
 
-LAYER_NORM_MISTAKES = {
+LAYER_NORM_MISTAKES = catalogue("layer_norm", {
     **_NORM_MISTAKES,
     "wrong_axis": ("normalized over the wrong dim", "you normalize over a dim other than the last "
                    "(dim -2?); LayerNorm reduces over dim -1, the features of each token."),
@@ -54,7 +58,7 @@ LAYER_NORM_MISTAKES = {
     "affine_order": ("bias added before the weight", "y = x_hat * weight + bias, not "
                      "(x_hat + bias) * weight."),
     "affine": ("weight and bias misapplied", "y = x_hat * weight + bias."),
-}
+})
 
 
 def _ln(x, w, b, eps, dims=-1, unbiased=False, outside=False, keepdim=True):
@@ -146,7 +150,7 @@ BACKWARD = Case("backward (x, weight, bias)", _x((3, 6), 120, torch.float64), _E
 
 def check_layer_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(x, weight, bias, eps=1e-5)``, LayerNorm over the last dim, against nl.layer_norm."""
-    s = Session("LayerNorm", LAYER_NORM_MISTAKES, exercise="layer_norm",
+    s = Session("LayerNorm", LAYER_NORM_MISTAKES, exercise="layer_norm", title_zh=TITLE_ZH,
                 time_limit=time_limit, forbidden=_LN_FORBIDDEN,
                 references={nl.layer_norm: "nl.layer_norm", nl.LayerNorm.forward: "nl.LayerNorm"},
                 error_hints=((BROADCAST_ERROR, "missing_keepdim"),))

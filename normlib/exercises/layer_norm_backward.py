@@ -18,13 +18,17 @@ import normlib as nl
 
 from ._cases import Case, expect, run_cases
 from ._compare import randn
+from ._generic import catalogue
 from ._probes import fmt, near
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["check_layer_norm_backward", "LN_BACKWARD_MISTAKES", "LN_BACKWARD_MUTANTS"]
+__all__ = ["TITLE_ZH", "check_layer_norm_backward", "LN_BACKWARD_MISTAKES", "LN_BACKWARD_MUTANTS"]
 
-LN_BACKWARD_MISTAKES = {
+# the exercise's title in the Chinese report (catalog.py shows it in the drill)
+TITLE_ZH = "手推 LayerNorm 反向传播"
+
+LN_BACKWARD_MISTAKES = catalogue("layer_norm_backward", {
     "missing_mean_term": ("missing the mean term", "dx misses the - mean(g) term (g = dy * weight): "
                           "the mean subtracted in the forward pass depends on every x_j, and its "
                           "gradient is that term. dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat))."),
@@ -49,7 +53,7 @@ LN_BACKWARD_MISTAKES = {
     "grads_not_summed": ("dweight or dbias not summed", "weight and bias are shared by every row: "
                          "their gradients sum over every dim but the last, shape (N,)."),
     "not_a_triple": ("not (dx, dweight, dbias)", "return a tuple (dx, dweight, dbias) of tensors."),
-}
+})
 
 
 def _parts(x, eps, unbiased=False):
@@ -123,6 +127,7 @@ CASES = [
 def check_layer_norm_backward(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(dy, x, weight, eps=1e-5) -> (dx, dweight, dbias)`` against autograd."""
     s = Session("LayerNorm backward", LN_BACKWARD_MISTAKES, exercise="layer_norm_backward",
+                title_zh=TITLE_ZH,
                 time_limit=time_limit,
                 forbidden={"native_layer_norm_backward": "torch's LayerNorm backward"},
                 references=_NO_AUTOGRAD,

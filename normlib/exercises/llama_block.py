@@ -27,20 +27,25 @@ import normlib as nl
 
 from ._cases import Case, load_weights, new_module, run_cases
 from ._compare import bind_last, randn
+from ._generic import catalogue
 from ._probes import near, output
 from ._session import Fail, Session
 from ._shared import PROJECTION_MISTAKES
 from .result import CheckResult
 
-__all__ = ["check_llama_block", "LLAMA_MISTAKES", "LLAMA_MUTANTS"]
+__all__ = ["TITLE_ZH", "check_llama_block", "LLAMA_MISTAKES", "LLAMA_MUTANTS"]
 
-LLAMA_MISTAKES = {
+# the exercise's title in the Chinese report (catalog.py shows it in the drill)
+TITLE_ZH = "手撕 LLaMA 解码器块"
+
+LLAMA_MISTAKES = catalogue("llama_block", {
     **PROJECTION_MISTAKES,
     "missing_parameter": ("a parameter is missing or misnamed", "the block needs attn_norm.weight "
                           "and ffn_norm.weight (C,), attn.q_proj / k_proj / v_proj / o_proj and "
                           "ffn.w1 / w2 / w3, bias-free."),
-    "wrong_shape": ("a weight of the wrong shape", "q_proj and o_proj are (C, C), k_proj and v_proj "
-                    "(n_kv_heads * head_dim, C), w1 and w3 (hidden_dim, C), w2 (C, hidden_dim)."),
+    "weight_shape": ("a weight of the wrong shape", "q_proj and o_proj are (C, C), k_proj and "
+                     "v_proj (n_kv_heads * head_dim, C), w1 and w3 (hidden_dim, C), w2 (C, "
+                     "hidden_dim)."),
     "post_norm": ("norm after the residual add (Post-LN)", "LLaMA normalizes the input of each "
                   "sublayer and adds its output to the un-normalized stream: h = x + attn(norm(x)), "
                   "not norm(x + attn(x))."),
@@ -75,7 +80,7 @@ LLAMA_MISTAKES = {
                            "(hidden_dim -> d_model): w2(silu(w1(z)) * w3(z))."),
     "gate_up_swapped": ("gate and up swapped", "SiLU goes on w1 (the gate): "
                         "w2(silu(w1(z)) * w3(z))."),
-}
+})
 
 _NAMES = ("attn_norm.weight", "attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight",
           "attn.o_proj.weight", "ffn_norm.weight", "ffn.w1.weight", "ffn.w3.weight",
@@ -204,7 +209,8 @@ def _reference(W, H, H_kv, hidden, dtype):
 
 def check_llama_block(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``cls(d_model, n_heads, hidden_dim, n_kv_heads=None)`` against normlib's LLaMA block."""
-    s = Session("LLaMA block", LLAMA_MISTAKES, exercise="llama_block", time_limit=time_limit,
+    s = Session("LLaMA block", LLAMA_MISTAKES, exercise="llama_block", title_zh=TITLE_ZH,
+                time_limit=time_limit,
                 forbidden={"scaled_dot_product_attention": "F.scaled_dot_product_attention"},
                 references={nl.TransformerBlock.forward: "nl.TransformerBlock",
                             nl.MultiHeadAttention.forward: "nl.MultiHeadAttention"})
@@ -221,7 +227,7 @@ def check_llama_block(cls, *, time_limit: float = 3.0) -> CheckResult:
                 raise Fail(f"no parameter {name}", "missing_parameter")
             if tuple(params[name].shape) != shape:
                 raise Fail(f"{name} has shape {tuple(params[name].shape)}, expected {shape}",
-                           "wrong_shape")
+                           "weight_shape")
         extra = sorted(set(params) - set(_NAMES))
         if extra:
             key = "has_bias" if any(n.endswith("bias") for n in extra) else "missing_parameter"

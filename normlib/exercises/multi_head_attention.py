@@ -24,14 +24,18 @@ import normlib as nl
 
 from ._cases import Case, load_weights, new_module, run_cases
 from ._compare import bind_last, close, randn, tolerance
+from ._generic import catalogue
 from ._probes import fmt, near, output
 from ._session import Fail, Session
 from ._shared import PROJECTION_MISTAKES
 from .result import CheckResult
 
-__all__ = ["check_multi_head_attention", "MHA_MISTAKES", "MHA_MUTANTS"]
+__all__ = ["TITLE_ZH", "check_multi_head_attention", "MHA_MISTAKES", "MHA_MUTANTS"]
 
-MHA_MISTAKES = {
+# the exercise's title in the Chinese report (catalog.py shows it in the drill)
+TITLE_ZH = "手撕多头注意力（GQA、KV cache）"
+
+MHA_MISTAKES = catalogue("multi_head_attention", {
     **PROJECTION_MISTAKES,
     "missing_projection": ("q_proj, k_proj, v_proj or o_proj missing", "the module needs four "
                            "bias-free nn.Linear layers: q_proj and o_proj (C -> C), k_proj and "
@@ -76,7 +80,7 @@ MHA_MISTAKES = {
                            "is the point of GQA (Ainslie et al. 2023)."),
     "cache_steps": ("decoding differs from the full pass", "decoding step by step with the cache "
                     "must give the full forward pass's outputs, token by token."),
-}
+})
 
 _FORBIDDEN = {"scaled_dot_product_attention": "F.scaled_dot_product_attention",
               "_scaled_dot_product_attention_math": "torch's SDPA kernel",
@@ -170,6 +174,7 @@ def _forward_reference(x, W, H, H_kv):
 def check_multi_head_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``cls(d_model, n_heads, n_kv_heads=None)`` against ``nl.MultiHeadAttention``."""
     s = Session("Multi-head attention", MHA_MISTAKES, exercise="multi_head_attention",
+                title_zh=TITLE_ZH,
                 time_limit=time_limit, forbidden=_FORBIDDEN,
                 references={nl.MultiHeadAttention.forward: "nl.MultiHeadAttention",
                             nl.attention: "nl.attention"},

@@ -20,16 +20,21 @@ import normlib as nl
 
 from ._cases import Case, run_cases
 from ._compare import randn
+from ._generic import catalogue
 from ._probes import fmt, near
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["check_online_softmax_attention", "ONLINE_SOFTMAX_MISTAKES", "ONLINE_SOFTMAX_MUTANTS"]
+__all__ = ["TITLE_ZH", "check_online_softmax_attention", "ONLINE_SOFTMAX_MISTAKES",
+           "ONLINE_SOFTMAX_MUTANTS"]
+
+# the exercise's title in the Chinese report (catalog.py shows it in the drill)
+TITLE_ZH = "手撕在线 softmax 分块注意力（FlashAttention 的核心）"
 
 _RESCALE = "when a block raises the running max from m to m', multiply BOTH the denominator l " \
     "and the accumulator o by exp(m - m') before adding the block's terms"
 
-ONLINE_SOFTMAX_MISTAKES = {
+ONLINE_SOFTMAX_MISTAKES = catalogue("online_softmax_attention", {
     "no_rescale": ("nothing rescaled when the max grows", "the running sum and the accumulator "
                    f"keep terms taken against an old maximum: {_RESCALE}."),
     "acc_not_rescaled": ("only the denominator rescaled", "the denominator l is rescaled but the "
@@ -53,7 +58,7 @@ ONLINE_SOFTMAX_MISTAKES = {
     "scale": ("wrong scale", "the scores are q . k / sqrt(D), D = q.shape[-1]."),
     "tile_merge": ("blocks combined wrongly", "with a single block the output is right, with "
                    f"several it is not: the blocks are merged wrongly; {_RESCALE}."),
-}
+})
 
 
 def _online(q, k, v, block, mode="ok", scale=None):
@@ -142,7 +147,8 @@ _FORBIDDEN = {"scaled_dot_product_attention": "F.scaled_dot_product_attention",
 def check_online_softmax_attention(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(q, k, v, block_size)`` against F.scaled_dot_product_attention (no mask)."""
     s = Session("Online-softmax attention", ONLINE_SOFTMAX_MISTAKES,
-                exercise="online_softmax_attention", time_limit=time_limit, forbidden=_FORBIDDEN,
+                exercise="online_softmax_attention", title_zh=TITLE_ZH, time_limit=time_limit,
+                forbidden=_FORBIDDEN,
                 references={nl.flash.online_softmax_attention: "nl.flash.online_softmax_attention",
                             nl.attention: "nl.attention"})
     if not s.require_callable(fn):

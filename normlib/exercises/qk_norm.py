@@ -18,13 +18,17 @@ import normlib as nl
 
 from ._cases import Case, load_weights, new_module, run_cases
 from ._compare import randn
+from ._generic import catalogue
 from ._probes import near
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["check_qk_norm_attention", "QK_NORM_MISTAKES", "QK_NORM_MUTANTS"]
+__all__ = ["TITLE_ZH", "check_qk_norm_attention", "QK_NORM_MISTAKES", "QK_NORM_MUTANTS"]
 
-QK_NORM_MISTAKES = {
+# the exercise's title in the Chinese report (catalog.py shows it in the drill)
+TITLE_ZH = "手撕 QK-norm 注意力（Qwen3）"
+
+QK_NORM_MISTAKES = catalogue("qk_norm_attention", {
     "norm_after_rope": ("norm after RoPE", "q_norm and k_norm come before RoPE (Qwen3): with a "
                         "learned weight the two orders differ, since the weight is per feature "
                         "and RoPE mixes feature pairs."),
@@ -51,7 +55,7 @@ QK_NORM_MISTAKES = {
     "missing_module": ("missing or misshapen layer", "q_proj, k_proj, v_proj, o_proj "
                        "(d_model x d_model, no bias) and q_norm, k_norm with a weight of shape "
                        "(head_dim,)."),
-}
+})
 
 
 def _rms(t, g, eps, mean=False):
@@ -136,7 +140,7 @@ CASES = [
 def check_qk_norm_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``cls(d_model, n_heads, eps=1e-6)`` against Qwen3's attention with the same weights."""
     s = Session("QK-norm attention", QK_NORM_MISTAKES, exercise="qk_norm_attention",
-                time_limit=time_limit,
+                title_zh=TITLE_ZH, time_limit=time_limit,
                 references={nl.MultiHeadAttention.forward: "nl.MultiHeadAttention"})
     if not s.require_callable(cls, "your class"):
         return s.result()

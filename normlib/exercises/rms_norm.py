@@ -13,19 +13,23 @@ import normlib as nl
 
 from ._cases import Case, norm_inputs, run_backward, run_cases
 from ._compare import BROADCAST_ERROR
+from ._generic import catalogue
 from ._probes import norm_probes, output
 from ._session import Session
 from ._shared import norm_mistakes
 from .result import CheckResult
 
-__all__ = ["check_rms_norm", "RMS_NORM_MISTAKES", "RMS_NORM_MUTANTS"]
+__all__ = ["TITLE_ZH", "check_rms_norm", "RMS_NORM_MISTAKES", "RMS_NORM_MUTANTS"]
+
+# the exercise's title in the Chinese report (catalog.py shows it in the drill)
+TITLE_ZH = "均方根归一化 RMSNorm"
 
 _NORM_MISTAKES = norm_mistakes(
     "RMSNorm", stat="RMS", stats="mean square", reduce="x.pow(2).mean(-1, keepdim=True)",
     wrong="x / (rms + eps)", right="sqrt(mean(x^2) + eps)", zero_row="an all-zero row",
     overflow="x^2 for |x| > 256")
 
-RMS_NORM_MISTAKES = {
+RMS_NORM_MISTAKES = catalogue("rms_norm", {
     **_NORM_MISTAKES,
     "mean_subtracted": ("mean subtracted", "you subtract the mean: that is LayerNorm. RMSNorm only "
                         "re-scales, y = x / sqrt(mean(x^2) + eps) * weight, with no centring "
@@ -40,7 +44,7 @@ RMS_NORM_MISTAKES = {
     "not_rms": ("divided by something other than the RMS", "RMSNorm divides by "
                 "sqrt(mean(x^2) + eps), the mean over the d features."),
     "weight_not_scaling": ("weight not a scale", "multiply by the weight: x_hat * weight."),
-}
+})
 
 
 def _rms(x, w, eps, dims=-1, keepdim=True, outside=False, upcast=True):
@@ -104,7 +108,7 @@ BACKWARD = Case("backward (x, weight)", _x((3, 6), 110, torch.float64), _EPS)
 
 def check_rms_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(x, weight, eps=1e-6)``, RMSNorm over the last dim, against nl.rms_norm."""
-    s = Session("RMSNorm", RMS_NORM_MISTAKES, exercise="rms_norm",
+    s = Session("RMSNorm", RMS_NORM_MISTAKES, exercise="rms_norm", title_zh=TITLE_ZH,
                 time_limit=time_limit, forbidden=_RMS_FORBIDDEN,
                 references={nl.rms_norm: "nl.rms_norm", nl.RMSNorm.forward: "nl.RMSNorm"},
                 error_hints=((BROADCAST_ERROR, "missing_keepdim"),))

@@ -14,16 +14,20 @@ import normlib as nl
 
 from ._cases import Case, DoesNotApply, run_backward, run_cases
 from ._compare import bind, close, randn, tolerance
+from ._generic import catalogue
 from ._probes import fmt, near, output
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["check_rope", "ROPE_MISTAKES", "ROPE_MUTANTS", "LAYOUT_NAMES"]
+__all__ = ["TITLE_ZH", "check_rope", "ROPE_MISTAKES", "ROPE_MUTANTS", "LAYOUT_NAMES"]
+
+# the exercise's title in the Chinese report (catalog.py shows it in the drill)
+TITLE_ZH = "旋转位置编码 RoPE"
 
 LAYOUT_NAMES = {"interleaved": "interleaved pairs (2i, 2i+1), as Meta's LLaMA",
                 "half": "split halves (i, i + D/2), as HF's rotate_half"}
 
-ROPE_MISTAKES = {
+ROPE_MISTAKES = catalogue("rope", {
     "minus_theta": ("rotation by -theta", "you rotate by -theta (clockwise). That keeps the "
                     "relative property too and is a valid convention elsewhere, but LLaMA, HF and "
                     "this exercise rotate by +theta: y0 = x0 cos - x1 sin, y1 = x0 sin + x1 cos."),
@@ -55,7 +59,7 @@ ROPE_MISTAKES = {
                      "position 0 leaves x unchanged."),
     "positions": ("wrong positions", "the row at index t of dim -2 sits at position t: "
                   "torch.arange(T)."),
-}
+})
 
 _LAYOUTS = ("interleaved", "half")
 
@@ -156,7 +160,7 @@ BACKWARD = Case("backward", _x(1, 2, 5, 8, seed=70, dtype=torch.float64), {"base
 
 def check_rope(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(x, base=10000.0)`` against nl.apply_rope in either layout; report the layout."""
-    s = Session("RoPE", ROPE_MISTAKES, exercise="rope", time_limit=time_limit,
+    s = Session("RoPE", ROPE_MISTAKES, exercise="rope", title_zh=TITLE_ZH, time_limit=time_limit,
                 references={nl.apply_rope: "nl.apply_rope",
                             nl.apply_rope_complex: "nl.apply_rope_complex"})
     if not s.require_callable(fn):

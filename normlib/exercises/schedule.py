@@ -16,12 +16,16 @@ import torch
 import normlib as nl
 
 from ._cases import Case, run_cases
+from ._generic import catalogue
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["check_warmup_cosine", "WARMUP_MISTAKES", "WARMUP_MUTANTS"]
+__all__ = ["TITLE_ZH", "check_warmup_cosine", "WARMUP_MISTAKES", "WARMUP_MUTANTS"]
 
-WARMUP_MISTAKES = {
+# the exercise's title in the Chinese report (catalog.py shows it in the drill)
+TITLE_ZH = "学习率预热 + 余弦衰减"
+
+WARMUP_MISTAKES = catalogue("warmup_cosine", {
     "off_by_one": ("off by one at the warmup boundary", "off by one at the boundary: the multiplier "
                    "is step / warmup_steps for step < warmup_steps (0 at step 0) and exactly 1 at "
                    "step == warmup_steps, where the cosine starts (progress 0)."),
@@ -50,7 +54,7 @@ WARMUP_MISTAKES = {
                   "1 there."),
     "floor": ("wrong value after total_steps", "after total_steps the multiplier stays at "
               "min_ratio: clamp the progress at 1."),
-}
+})
 
 
 def _cosine(step, w, total, r, *, ramp=None, prog=None, floor=True, clamp_min=False, shape=None):
@@ -120,7 +124,8 @@ def _steps(total):
 def check_warmup_cosine(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(step, warmup_steps, total_steps, min_ratio=0.0)`` against
     nl.cosine_with_warmup, for every step from 0 to past total_steps."""
-    s = Session("Warmup + cosine", WARMUP_MISTAKES, exercise="warmup_cosine", time_limit=time_limit,
+    s = Session("Warmup + cosine", WARMUP_MISTAKES, exercise="warmup_cosine", title_zh=TITLE_ZH,
+                time_limit=time_limit,
                 references={nl.cosine_with_warmup: "nl.cosine_with_warmup"},
                 error_hints=((r"division by zero", "zero_warmup"),))
     if not s.require_callable(fn):

@@ -20,14 +20,18 @@ import normlib as nl
 
 from ._cases import Case, expect, run_cases
 from ._compare import randn
+from ._generic import catalogue
 from ._probes import near
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["check_sliding_window_attention", "SLIDING_WINDOW_MISTAKES",
+__all__ = ["TITLE_ZH", "check_sliding_window_attention", "SLIDING_WINDOW_MISTAKES",
            "SLIDING_WINDOW_MUTANTS"]
 
-SLIDING_WINDOW_MISTAKES = {
+# the exercise's title in the Chinese report (catalog.py shows it in the drill)
+TITLE_ZH = "手撕滑动窗口注意力与滚动 KV cache"
+
+SLIDING_WINDOW_MISTAKES = catalogue("sliding_window_attention", {
     "window_too_wide": ("window off by one: W + 1 keys", "a query sees itself and W keys before "
                         "it; the window W counts itself: keys p - W + 1 .. p (Mistral's "
                         "kv_idx > q_idx - W)."),
@@ -48,7 +52,7 @@ SLIDING_WINDOW_MISTAKES = {
                        "decoding with the cache is not: the new tokens sit at positions "
                        "cache['seen'] onwards, attend to the kept keys followed by their own, "
                        "and the cache then keeps the last W - 1."),
-}
+})
 
 
 def _swa(q, k, v, window, cache, mode="ok"):
@@ -129,7 +133,8 @@ def check_sliding_window_attention(fn, *, time_limit: float = 3.0) -> CheckResul
     """Check ``fn(q, k, v, window, cache)``: the full pass, decoding through the dict cache, and
     the size of the cache."""
     s = Session("Sliding-window attention", SLIDING_WINDOW_MISTAKES,
-                exercise="sliding_window_attention", time_limit=time_limit, forbidden=_FORBIDDEN,
+                exercise="sliding_window_attention", title_zh=TITLE_ZH, time_limit=time_limit,
+                forbidden=_FORBIDDEN,
                 references={nl.sliding_window_mask: "nl.sliding_window_mask",
                              nl.RollingKVCache.update: "nl.RollingKVCache"})
     if not s.require_callable(fn):

@@ -14,13 +14,17 @@ import normlib as nl
 
 from ._cases import Case, load_weights, new_module, run_cases
 from ._compare import bind_last, grad_output, randn
+from ._generic import catalogue
 from ._probes import near, output
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["check_swiglu_ffn", "SWIGLU_MISTAKES", "SWIGLU_MUTANTS"]
+__all__ = ["TITLE_ZH", "check_swiglu_ffn", "SWIGLU_MISTAKES", "SWIGLU_MUTANTS"]
 
-SWIGLU_MISTAKES = {
+# the exercise's title in the Chinese report (catalog.py shows it in the drill)
+TITLE_ZH = "SwiGLU 前馈层"
+
+SWIGLU_MISTAKES = catalogue("swiglu_ffn", {
     "missing_projection": ("w1, w2 or w3 missing", "the module needs three bias-free linear layers: "
                            "w1 (gate) and w3 (up), dim -> hidden_dim, and w2 (down), "
                            "hidden_dim -> dim."),
@@ -54,7 +58,7 @@ SWIGLU_MISTAKES = {
                         "it adds the residual."),
     "up_activated": ("SiLU on both branches", "only the gate w1 goes through SiLU; the up "
                      "projection w3 enters linearly."),
-}
+})
 
 
 def _ffn(x, W1, W2, W3, gate=F.silu, where="gate"):
@@ -110,7 +114,8 @@ CASES = [
 
 def check_swiglu_ffn(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check the class ``cls(dim, hidden_dim)`` (w1, w2, w3; forward) against a SwiGLU FFN."""
-    s = Session("SwiGLU FFN", SWIGLU_MISTAKES, exercise="swiglu_ffn", time_limit=time_limit,
+    s = Session("SwiGLU FFN", SWIGLU_MISTAKES, exercise="swiglu_ffn", title_zh=TITLE_ZH,
+                time_limit=time_limit,
                 references={nl.GLUFeedForward.forward: "nl.GLUFeedForward",
                             nl.glu_variant: "nl.glu_variant"})
     if not s.require_callable(cls, "your class"):

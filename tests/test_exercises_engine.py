@@ -1,0 +1,128 @@
+"""The exercise engine's own rules (issue 33): a catalogue key can never shadow a generic mistake
+(code review 2, finding 5), and normlib.exercises has no import cycle, lazy imports included."""
+
+import ast
+from pathlib import Path
+
+import pytest
+import torch
+from test_exercises_llama import block
+
+from normlib import exercises as ex
+from normlib.exercises import codes, llama_block
+from normlib.exercises._generic import GENERIC_MISTAKES, OUTCOMES, catalogue
+from normlib.exercises._session import Session
+
+PACKAGE = Path(ex.__file__).parent
+
+
+# --------------------------------------------------------------------------- shadowed keys
+@pytest.mark.parametrize("key", ["wrong_shape", "cannot_tell", "raised"])
+def test_a_catalogue_key_that_shadows_a_generic_one_fails_where_it_is_defined(key):
+    with pytest.raises(ValueError, match=rf"'my_exercise'.*\['{key}'\].*shadow"):
+        catalogue("my_exercise", {key: ("mine", "my own meaning"), "fine": ("ok", "ok")})
+
+
+def test_session_and_the_registry_refuse_a_shadowing_catalogue(monkeypatch):
+    with pytest.raises(ValueError, match="wrong_shape"):
+        Session("x", {"wrong_shape": ("a weight", "a weight of the wrong shape")}, exercise="x")
+    shadowing = {**llama_block.LLAMA_MISTAKES, "wrong_dtype": ("mine", "my own meaning")}
+    monkeypatch.setattr(llama_block, "LLAMA_MISTAKES", shadowing)
+    with pytest.raises(ValueError, match="llama_block.*wrong_dtype"):
+        codes.registry()
+
+
+def test_no_catalogue_shadows_a_generic_key():
+    generic = set(GENERIC_MISTAKES) | set(OUTCOMES)
+    for exercise, mistakes in codes.catalogues().items():
+        assert not set(mistakes) & generic, exercise
+
+
+def test_a_llama_block_of_the_wrong_output_shape_is_told_so():
+    """Review finding 5's repro: forward returns (B*T, C). It was diagnosed as a weight of the
+    wrong shape; the ✗ line and the diagnosis now agree."""
+    class Flat(block()):
+        def forward(self, x):
+            return super().forward(x).flatten(0, 1)
+
+    result = ex.check_llama_block(Flat)
+    assert result.code == "llama_block.wrong_shape", result
+    assert "output has the wrong shape" in result.message and "权重" not in result.message_zh
+
+
+def test_a_llama_weight_of_the_wrong_shape_has_its_own_code():
+    class Wide(block()):
+        def __init__(self, d_model, n_heads, hidden_dim, n_kv_heads=None):
+            super().__init__(d_model, n_heads, hidden_dim, n_kv_heads)
+            self.ffn.w2 = torch.nn.Linear(hidden_dim + 1, d_model, bias=False)
+
+    result = ex.check_llama_block(Wide)
+    assert result.code == "llama_block.weight_shape", result
+    assert "ffn.w2.weight has shape" in result.failed_messages[0]
+
+
+def test_a_redefined_code_keeps_a_note_in_both_languages():
+    assert "llama_block.wrong_shape" in codes.registry()
+    en, zh = codes.REDEFINED["llama_block.wrong_shape"]
+    assert "llama_block.weight_shape" in en and "llama_block.weight_shape" in zh
+
+
+# --------------------------------------------------------------------------- import cycles
+def imports(path: Path) -> set[str]:
+    """The normlib.exercises modules that ``path`` imports anywhere in its source (a lazy import
+    inside a function counts), by module name ("codes", "_session")."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            if node.module:
+                found.add(node.module.split(".")[0])
+            else:                                        # from . import a, b
+                found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.startswith("normlib.exercises."):
+            found.add(node.module.split(".")[2])
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    modules = {p.stem: p for p in PACKAGE.glob("*.py")}
+    return {name: imports(path) & set(modules) for name, path in modules.items()}
+
+
+def cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``edges`` (a list of modules, the first repeated last), or None."""
+    state: dict[str, int] = {}                           # 1 on the current path, 2 done
+
+    def visit(node, path):
+        state[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt, path + [nxt])
+                if found:
+                    return found
+        state[node] = 2
+        return None
+
+    for start in sorted(edges):
+        if start not in state:
+            found = visit(start, [start])
+            if found:
+                return found
+    return None
+
+
+def test_the_cycle_finder_finds_a_lazy_cycle():
+    assert cycle({"_session": {"catalog"}, "catalog": {"rope"}, "rope": {"_session"}}) == \
+        ["_session", "catalog", "rope", "_session"]
+    assert cycle({"a": {"b"}, "b": set()}) is None
+    source = PACKAGE / "_session.py"
+    assert "codes" not in imports(source) and "catalog" not in imports(source)
+
+
+def test_normlib_exercises_has_no_import_cycle():
+    edges = graph()
+    edges.pop("__init__")                # the package imports everything; nothing imports it
+    assert len(edges) > 20 and "_session" in edges["online_softmax"]
+    assert cycle(edges) is None, " -> ".join(cycle(edges))
