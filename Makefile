@@ -112,6 +112,15 @@ exercises: setup
 practice: exercises
 	$(VENV)/bin/jupyter lab --notebook-dir=workspace $(ROOT_FLAG)
 
+# The repository a class clones (docs/teaching.md, "Preparing the course repository"): the lessons,
+# editable practice notebooks with a classroom banner, normlib; no solutions, tests or tools. DEST
+# is a new folder outside this repository, or an earlier build: each run adds one commit there and
+# never rewrites a practice notebook it released (tools/course.py).
+.PHONY: course
+course: setup
+	@test -n "$(DEST)" || { echo "usage: make course DEST=folder" >&2; exit 2; }
+	$(PY) -m tools.course "$(DEST)"
+
 generate-exercises: setup
 	$(PY) -m tools.generate_exercises --execute
 
