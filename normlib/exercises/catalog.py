@@ -201,7 +201,7 @@ _EXERCISES += [
             "纯解码器或编码器-解码器模型的常数是多少？",
             "Decoder-only, M layers: (2M)^(1/4) and (8M)^(-1/4). Encoder-decoder: encoder "
             "0.81 (N^4 M)^(1/16) and 0.87 (N^4 M)^(-1/16); decoder (3M)^(1/4) and (12M)^(-1/4).",
-            "纯解码器 M 层：(2M)^(1/4) 和 (8M)^(-1/4)。编码器-解码器：编码器 0.81 (N^4 M)^(1/16) 和 "
+            "仅解码器模型，M 层：(2M)^(1/4) 和 (8M)^(-1/4)。编码器-解码器：编码器 0.81 (N^4 M)^(1/16) 和 "
             "0.87 (N^4 M)^(-1/16)；解码器 (3M)^(1/4) 和 (12M)^(-1/4)。"),
          _q("Why alpha > 1?", "为什么 alpha > 1？",
             "alpha multiplies the identity path x (not the sublayer's branch), so each sublayer "
