@@ -6,9 +6,9 @@ placement), schedules (warmup), activations (activations, GLU variants, FFNs), r
 (context extension), attention (MHA, GQA, MQA; QK-norm), kv_cache (a KV cache for decoding),
 sliding_window (banded masks, a rolling cache), flash (tiled attention with the online softmax),
 gqa_uptrain (MHA into GQA by mean-pooling heads), softcap (logit soft-capping), z_loss, dyt (Dynamic
-Tanh), mla (multi-head latent attention), model (TinyTransformerLM), hf (Hugging Face LLaMA weights
-into it), data (a synthetic language), train (a training loop), viz (plot style), diagrams (labelled
-block diagrams, ``nl.diagrams``).
+Tanh), mla (multi-head latent attention), config (ModelConfig), model (TinyTransformerLM), hf
+(Hugging Face LLaMA weights into it), data (a synthetic language), train (a training loop), viz
+(plot style), diagrams (labelled block diagrams, ``nl.diagrams``).
 """
 
 import importlib
@@ -31,15 +31,21 @@ from .activations import (
 )
 from .attention import QK_NORMS, MultiHeadAttention, attention, repeat_kv
 from .blocks import FFNS, NORMS, PLACEMENTS, TransformerBlock, make_ffn, make_norm
+from .config import ModelConfig
 from .data import MarkovLanguage
 from .deepnorm import deepnorm_constants, deepnorm_init_
 from .dyt import DyT, dyt
 from .flash import online_softmax_attention
 from .gqa_uptrain import mha_to_gqa
-from .hf import hf_llama_to_normlib_name, llama_model_config, load_llama_weights
+from .hf import (
+    hf_llama_to_normlib_name,
+    llama_model_config,
+    load_llama_weights,
+    model_from_llama_config,
+)
 from .kv_cache import KVCache, kv_cache_bytes
 from .mla import MultiHeadLatentAttention, mla_cache_elements
-from .model import ModelConfig, TinyTransformerLM, stream_rms
+from .model import TinyTransformerLM, stream_rms
 from .norms import BatchNorm, LayerNorm, RMSNorm, batch_norm, layer_norm, rms_norm
 from .rope import (
     ROPE_LAYOUTS,
@@ -75,6 +81,7 @@ __all__ = [
     "MarkovLanguage", "deepnorm_constants", "deepnorm_init_", "ModelConfig", "TinyTransformerLM",
     "stream_rms",
     "hf_llama_to_normlib_name", "llama_model_config", "load_llama_weights",
+    "model_from_llama_config",
     "BatchNorm", "LayerNorm", "RMSNorm", "batch_norm", "layer_norm", "rms_norm",
     "ROPE_LAYOUTS", "apply_rope", "apply_rope_complex", "half_to_interleaved",
     "rope_cos_sin", "rope_decay_bound", "rope_frequencies", "rotate",

@@ -4,7 +4,7 @@ A ``LlamaForCausalLM`` is a pre-norm decoder with RMSNorm, SwiGLU, RoPE in the "
 (optionally) grouped-query attention, so it is ``TinyTransformerLM(vocab_size, hidden_size,
 num_hidden_layers, num_attention_heads, max_position_embeddings, n_kv_heads=num_key_value_heads,
 norm="rmsnorm", norm_eps=rms_norm_eps, placement="pre", ffn="swiglu", d_ff=intermediate_size,
-rope=True, rope_base=rope_theta)`` (``TinyTransformerLM.from_hf_config``) with these names:
+rope=True, rope_base=rope_theta)`` (``model_from_llama_config``) with these names:
 
     HF (transformers)                                 normlib
     model.embed_tokens.weight                         tok_emb.weight
@@ -23,21 +23,23 @@ permutation is ``half_to_interleaved``), and normlib's attention rotates with th
 too. Matching numbers also need the same constants: ``llama_model_config`` turns a LlamaConfig
 into normlib's ``ModelConfig`` (rms_norm_eps -> norm_eps, rope_theta -> rope_base) and names
 what normlib cannot represent (biases, another activation, a head_dim other than
-hidden_size / num_attention_heads, rope scaling); ``TinyTransformerLM.from_hf_config`` builds that
-model, and ``load_llama_weights`` compares a model's config with the HF model's.
+hidden_size / num_attention_heads, rope scaling); ``model_from_llama_config`` builds that
+model, and ``load_llama_weights`` compares a model's whole config with the HF model's
+(``ModelConfig.differences``). This module imports the model; the model never imports it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 import torch
 from torch import nn
 
-from .model import ModelConfig, TinyTransformerLM
+from .config import ModelConfig
+from .model import TinyTransformerLM
 
-__all__ = ["hf_llama_to_normlib_name", "llama_model_config", "load_llama_weights"]
+__all__ = ["hf_llama_to_normlib_name", "llama_model_config", "load_llama_weights",
+           "model_from_llama_config"]
 
 _LAYER = re.compile(r"model\.layers\.(\d+)\.(.+)")
 _LAYER_NAMES = {
@@ -73,7 +75,15 @@ _HF_NAMES = {"vocab_size": "vocab_size", "d_model": "hidden_size", "n_layers": "
              "n_heads": "num_attention_heads", "max_seq_len": "max_position_embeddings",
              "n_kv_heads": "num_key_value_heads", "d_ff": "intermediate_size",
              "norm_eps": "rms_norm_eps", "rope_base": "rope_theta"}
-_LLAMA = {"norm": "rmsnorm", "placement": "pre", "ffn": "swiglu", "rope": True, "causal": True}
+# the fields every LlamaConfig fixes: Pre-RMSNorm, SwiGLU, RoPE, causal, and none of the 2025
+# additions (QK-norm, a sliding window, soft-capped logits)
+_LLAMA = {"norm": "rmsnorm", "placement": "pre", "ffn": "swiglu", "rope": True, "causal": True,
+          "qk_norm": None, "sliding_window": None, "softcap": None}
+# the fields that do not change what a model computes from given weights, which the loader
+# ignores: max_seq_len only bounds the input length (with RoPE, which LLaMA uses, there is no
+# position table it would size); fused_norm is torch's fused kernel of the same function, with
+# the same parameter names
+_SAME_COMPUTATION = ("max_seq_len", "fused_norm")
 
 
 def _rope_parameters(hf_config) -> dict:
@@ -107,58 +117,63 @@ def llama_model_config(hf_config) -> ModelConfig:
     return ModelConfig(**sizes, rope_base=float(rope["rope_theta"]), **_LLAMA)
 
 
-def _explicit(config: ModelConfig) -> dict:
-    """The config's fields with the defaults spelt out (n_kv_heads = n_heads, the GLU d_ff)."""
-    values = dataclasses.asdict(config)
-    values["n_kv_heads"] = config.n_kv_heads or config.n_heads
-    values["d_ff"] = config.d_ff or int(8 * config.d_model / 3)
-    return values
+def model_from_llama_config(hf_config, *, device=None, dtype=None) -> TinyTransformerLM:
+    """The ``TinyTransformerLM`` a HF ``LlamaConfig`` describes (sizes, GQA, rms_norm_eps,
+    rope_theta: ``llama_model_config``), ready for ``load_llama_weights``; ValueError names every
+    setting normlib cannot represent (biases, another activation or head_dim, rope scaling, ...).
+    device, dtype: of the parameters."""
+    return TinyTransformerLM(config=llama_model_config(hf_config), device=device, dtype=dtype)
 
 
-def _check_llama_shaped(model, hf_config) -> None:
-    fn = "load_llama_weights"
-    if not isinstance(model, TinyTransformerLM):
-        raise TypeError(f"{fn}: model must be a TinyTransformerLM, got {type(model).__name__}")
-    config = model.config
-    problems = [f"{name}={getattr(config, name)!r} (LLaMA: {want!r})"
-                for name, want in _LLAMA.items() if getattr(config, name) != want]
-    if problems:
-        raise ValueError(f"{fn}: model must be built like LLaMA (norm='rmsnorm', placement='pre', "
-                         f"ffn='swiglu', rope=True, causal=True); got {', '.join(problems)}")
+def _llama_differences(config: ModelConfig, hf_config) -> list[str]:
+    """Every difference in what ``config`` and the LLaMA model compute, in words; with no
+    hf_config (a bare state dict), in the fields every LlamaConfig fixes. (alpha needs no check
+    of its own: a config whose alpha is not 1 has placement "deepnorm", not LLaMA's "pre".)"""
     if hf_config is None:
-        return
-    mine, theirs = _explicit(config), _explicit(llama_model_config(hf_config))
-    # max_seq_len only bounds the input length; fused_norm is the same function
-    mismatches = [f"model.config.{field} = {mine[field]!r}, HF {_HF_NAMES[field]} = "
-                  f"{theirs[field]!r}" for field in _HF_NAMES
-                  if field != "max_seq_len" and mine[field] != theirs[field]]
-    if mismatches:
-        raise ValueError(f"{fn}: the model computes differently from the HF model's config: "
-                         + "; ".join(mismatches)
-                         + " (TinyTransformerLM.from_hf_config(hf_model.config) builds the match)")
+        differences = [(name, getattr(config, name), want) for name, want in _LLAMA.items()
+                       if getattr(config, name) != want]
+    else:
+        differences = config.differences(llama_model_config(hf_config), ignore=_SAME_COMPUTATION)
+    return [f"model.config.{name} = {mine!r}, "
+            + (f"HF {_HF_NAMES[name]} = {theirs!r}" if name in _HF_NAMES else f"LLaMA: {theirs!r}")
+            for name, mine, theirs in differences]
 
 
 def load_llama_weights(model: TinyTransformerLM, hf_model_or_state_dict) -> TinyTransformerLM:
     """Copy the weights of a HF ``LlamaForCausalLM`` (or its state dict) into ``model``, in place.
 
-    ``model`` must be LLaMA-shaped (norm="rmsnorm", placement="pre", ffn="swiglu", rope=True,
-    causal=True; normlib's or torch's fused RMSNorm). Given the HF model itself, its ``config``
-    is checked too: ValueError names every field in which ``model.config`` differs (rms_norm_eps,
-    rope_theta, sizes) and every setting normlib cannot represent (see ``llama_model_config``);
-    a bare state dict carries no config, so only the shapes are checked.
+    ``model`` must compute what the LLaMA model computes. Given the HF model itself, the whole
+    ``model.config`` is compared with the one its ``config`` describes (``llama_model_config``,
+    ``ModelConfig.differences``): one ValueError names every field that differs (sizes,
+    rms_norm_eps, rope_theta, the LLaMA shape, the 2025 fields), or every setting normlib cannot
+    represent. Two fields are ignored because they do not change the computation: max_seq_len
+    (it only bounds the input length; RoPE has no position table to size) and fused_norm (torch's
+    fused RMSNorm, the same function). A bare state dict carries no config: then the fields every
+    LlamaConfig fixes are checked (norm="rmsnorm", placement="pre", ffn="swiglu", rope=True,
+    causal=True, and qk_norm, sliding_window and softcap None), and the sizes by the shapes.
     Every normlib parameter must receive a weight of the same shape (``load_state_dict`` with
     strict=True); HF's non-parameter buffers (the rotary ``inv_freq``) are not weights and are
     skipped. A model with tied embeddings (tie_word_embeddings=True) has no ``lm_head.weight``
     key: the embedding is copied into lm_head (the same logits; normlib does not tie them, so
     training would move the two apart). Returns the model.
     """
+    fn = "load_llama_weights"
+    if not isinstance(model, TinyTransformerLM):
+        raise TypeError(f"{fn}: model must be a TinyTransformerLM, got {type(model).__name__}")
     state = hf_model_or_state_dict
     hf_config = getattr(state, "config", None) if isinstance(state, nn.Module) else None
-    _check_llama_shaped(model, hf_config)
+    differences = _llama_differences(model.config, hf_config)
+    if differences:
+        raise ValueError(f"{fn}: the model computes differently from the "
+                         + ("HF model's config" if hf_config is not None else "LLaMA a state "
+                            "dict holds (LlamaConfig fixes these fields)")
+                         + ": " + "; ".join(differences)
+                         + " (normlib.hf.model_from_llama_config(llama_config) builds the model "
+                           "a LlamaConfig describes)")
     if isinstance(state, nn.Module):
         state = state.state_dict()
     if not isinstance(state, dict):
-        raise TypeError(f"load_llama_weights: hf_model_or_state_dict must be a LlamaForCausalLM "
+        raise TypeError(f"{fn}: hf_model_or_state_dict must be a LlamaForCausalLM "
                         f"or its state dict, got {type(state).__name__}")
     mapped = {hf_llama_to_normlib_name(k): v for k, v in state.items()
               if not k.endswith("rotary_emb.inv_freq")}

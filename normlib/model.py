@@ -16,106 +16,24 @@ Conventions:
   paper re-initialize explicitly where they need Xavier.
 - placement="deepnorm" without an explicit alpha takes DeepNet's decoder-only constants for
   n_layers: alpha = (2 n_layers)^(1/4) at run time and beta = (8 n_layers)^(-1/4) at init.
-- The model is described by a frozen ``ModelConfig`` (``model.config``), which ``train_ensemble``
-  compares between members and ``load_llama_weights`` against a HF ``LlamaConfig``.
+- The model is described by a frozen ``ModelConfig`` (``model.config``; ``normlib.config``), which
+  ``train_ensemble`` compares between members and ``load_llama_weights`` against a HF
+  ``LlamaConfig``. The model knows nothing of HF: ``normlib.hf`` builds it from a ``LlamaConfig``
+  (``model_from_llama_config``) and loads the weights.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-from typing import ClassVar
-
 import torch
 from torch import nn
 
-from ._checks import check_choice, check_int, check_number, compute_dtype
-from .blocks import FFNS, NORMS, PLACEMENTS, TransformerBlock, make_norm
+from ._checks import compute_dtype
+from .blocks import TransformerBlock, make_norm
+from .config import ModelConfig
 from .deepnorm import deepnorm_constants, deepnorm_init_
 from .kv_cache import KVCache
 
 __all__ = ["ModelConfig", "TinyTransformerLM", "stream_rms"]
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Everything that decides what a ``TinyTransformerLM`` computes, besides its weights (as
-    nanoGPT's ``GPTConfig`` and HF's ``LlamaConfig``). Frozen: ``dataclasses.replace(config,
-    n_layers=6)`` makes a new one.
-
-    Fields: vocab_size V, d_model C, n_layers, n_heads H, max_seq_len; n_kv_heads (None: H);
-    norm ("layernorm" | "rmsnorm") and norm_eps; placement ("post" | "pre" | "deepnorm" |
-    "sandwich" | "reordered"); ffn (a name of ``FFNS``) and d_ff (None: see ``make_ffn``); rope
-    and rope_base;
-    causal; fused_norm (torch's fused norms, the same function); alpha, DeepNorm's residual weight
-    (None: DeepNet's decoder-only (2 n_layers)^(1/4) with placement="deepnorm", 1 otherwise);
-    qk_norm, sliding_window and softcap, every block's attention's (see ``MultiHeadAttention``).
-
-    ``PER_MEMBER`` names the fields in which the members of one ``train_ensemble`` may differ:
-    alpha is data (a buffer), not code. Post-LN and DeepNorm also share their code
-    (``norm(alpha x + F(x))``), so placement "post" and "deepnorm" may be mixed too.
-    """
-
-    vocab_size: int
-    d_model: int
-    n_layers: int
-    n_heads: int
-    max_seq_len: int
-    n_kv_heads: int | None = None
-    norm: str = "layernorm"
-    norm_eps: float = 1e-5
-    placement: str = "pre"
-    ffn: str = "relu"
-    d_ff: int | None = None
-    rope: bool = False
-    rope_base: float = 10000.0
-    causal: bool = True
-    fused_norm: bool = False
-    alpha: float | None = None
-    qk_norm: str | None = None
-    sliding_window: int | None = None
-    softcap: float | None = None
-
-    PER_MEMBER: ClassVar[tuple[str, ...]] = ("alpha",)
-
-    def __post_init__(self) -> None:
-        fn = "ModelConfig"
-        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "max_seq_len"):
-            check_int(fn, name, getattr(self, name), minimum=1)
-        for name in ("n_kv_heads", "d_ff"):
-            if getattr(self, name) is not None:
-                check_int(fn, name, getattr(self, name), minimum=1)
-        check_choice(fn, "norm", self.norm, NORMS)
-        check_choice(fn, "placement", self.placement, PLACEMENTS)
-        check_choice(fn, "ffn", self.ffn, FFNS)
-        check_number(fn, "norm_eps", self.norm_eps)
-        check_number(fn, "rope_base", self.rope_base, positive=True)
-        for name in ("rope", "causal", "fused_norm"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{fn}: {name} must be True or False, "
-                                f"got {getattr(self, name)!r}")
-        if self.alpha is not None:
-            check_number(fn, "alpha", self.alpha, positive=True)
-
-    @property
-    def block_alpha(self) -> float:
-        """The alpha every block uses: the field, or DeepNet's constant, or 1."""
-        if self.alpha is not None:
-            return self.alpha
-        if self.placement == "deepnorm":
-            return deepnorm_constants(num_decoder_layers=self.n_layers)["decoder"][0]
-        return 1.0
-
-    def differences(self, other: ModelConfig) -> list[tuple[str, object, object]]:
-        """(field, self's value, other's value) for every field in which the two models compute
-        differently: all fields except ``PER_MEMBER``, with placement "post" = "deepnorm"."""
-        def code(config):
-            placement = "deepnorm" if config.placement == "post" else config.placement
-            return {**dataclasses.asdict(config), "placement": placement}
-        mine, theirs = code(self), code(other)
-        return [(f.name, getattr(self, f.name), getattr(other, f.name))
-                for f in dataclasses.fields(self)
-                if f.name not in self.PER_MEMBER and mine[f.name] != theirs[f.name]]
 
 
 class TinyTransformerLM(nn.Module):
@@ -133,8 +51,8 @@ class TinyTransformerLM(nn.Module):
     logits of feeding it whole. With rope=True the cos and sin of the positions are computed once
     per forward pass, in float32 (float64 for a float64 model), and shared by every block.
 
-    ``TinyTransformerLM.from_hf_config(llama_config)`` builds the model a HF ``LlamaConfig``
-    describes (see ``normlib.hf``)."""
+    ``normlib.hf.model_from_llama_config(llama_config)`` builds the model a HF ``LlamaConfig``
+    describes."""
 
     def __init__(self, vocab_size: int | None = None, d_model: int | None = None,
                  n_layers: int | None = None, n_heads: int | None = None,
@@ -170,14 +88,6 @@ class TinyTransformerLM(nn.Module):
             if needs_final_norm else nn.Identity()
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False, **factory)
         self.reset_parameters()
-
-    @classmethod
-    def from_hf_config(cls, hf_config, **kwargs) -> TinyTransformerLM:
-        """The model a HF ``LlamaConfig`` describes (sizes, GQA, rms_norm_eps, rope_theta), ready
-        for ``load_llama_weights``; ValueError names every setting normlib cannot represent
-        (biases, another activation or head_dim, rope scaling, ...). kwargs: device, dtype."""
-        from .hf import llama_model_config
-        return cls(config=llama_model_config(hf_config), **kwargs)
 
     @torch.no_grad()
     def reset_parameters(self) -> None:

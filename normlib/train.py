@@ -31,8 +31,8 @@ from torch.func import functional_call, stack_module_state
 
 from ._checks import check_int, check_number
 from .blocks import TransformerBlock
+from .config import ModelConfig
 from .data import MarkovLanguage
-from .model import ModelConfig
 
 __all__ = ["lm_loss", "train_lm", "train_ensemble"]
 

@@ -1,11 +1,15 @@
 """Transformer blocks in every placement, and the tiny language model."""
 
+import ast
 import copy
 import dataclasses
 import importlib
+import pathlib
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tolerances import close
 from torch.func import functional_call, stack_module_state
 
@@ -278,3 +282,118 @@ def test_stream_rms_is_the_rms_after_each_block(placement):
     assert all(not block._forward_hooks for block in lm.blocks)          # the hooks are removed
     with pytest.raises(TypeError, match="stream_rms: model must be a TinyTransformerLM, got Linear"):
         nl.stream_rms(torch.nn.Linear(2, 2), idx)
+
+
+# Each field's values: good ones and bad ones, so that many combinations break a rule between fields
+CONFIG_FIELDS = dict(
+    d_model=st.sampled_from([0, 6, 8, 12, 16]), n_heads=st.sampled_from([1, 2, 3, 4]),
+    n_kv_heads=st.sampled_from([None, 1, 2, 3]), norm=st.sampled_from([*nl.NORMS, "batchnorm"]),
+    norm_eps=st.sampled_from([1e-5, 0.0, -1.0]),
+    placement=st.sampled_from([*nl.PLACEMENTS, "middle"]), ffn=st.sampled_from([*nl.FFNS, "mlp"]),
+    d_ff=st.sampled_from([None, 0, 8]), rope=st.booleans(), causal=st.booleans(),
+    fused_norm=st.booleans(), alpha=st.sampled_from([None, 1.0, 2.0, -1.0]),
+    qk_norm=st.sampled_from([None, *nl.QK_NORMS, "typo"]),
+    sliding_window=st.sampled_from([None, 0, 2]), softcap=st.sampled_from([None, 5.0, -1.0]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.fixed_dictionaries(CONFIG_FIELDS))
+def test_a_config_that_constructs_builds_a_model_that_runs(fields):
+    # Code review 2: ModelConfig(64, 32, 2, 4, 64, sliding_window=4, causal=False, softcap=-1.0,
+    # qk_norm='typo') constructed, and only TinyTransformerLM(config=c) failed. The config now
+    # checks everything the model's parts check.
+    try:
+        config = nl.ModelConfig(vocab_size=10, n_layers=2, max_seq_len=8, **fields)
+    except (TypeError, ValueError) as error:
+        assert str(error).startswith("ModelConfig: ")
+        return
+    lm = nl.TinyTransformerLM(config=config)
+    assert torch.isfinite(lm(torch.randint(10, (1, 4)))).all()
+
+
+def test_config_names_every_problem_in_one_error():
+    with pytest.raises(ValueError) as info:
+        nl.ModelConfig(64, 32, 2, 4, 64, sliding_window=4, causal=False, softcap=-1.0,
+                       qk_norm="typo")
+    assert str(info.value) == (
+        "ModelConfig: 3 problems: (1) unknown qk_norm 'typo'; expected one of 'per_head', "
+        "'projection' (2) softcap must be > 0, got -1.0 (3) sliding_window=4 is causal and needs "
+        "causal=True, got causal=False")
+    with pytest.raises(TypeError, match=r"2 problems: \(1\) n_layers must be an int, got float "
+                                        r"2.0 \(2\) alpha is DeepNorm's"):     # a type: TypeError
+        nl.ModelConfig(64, 32, 2.0, 4, 64, alpha=2.0)
+    config = nl.ModelConfig(64, 32, 2, 4, 64)
+    with pytest.raises(ValueError, match="RoPE needs an even head_dim, got d_model // n_heads = 9"):
+        dataclasses.replace(config, d_model=36, rope=True)      # replace checks the new config
+
+
+@pytest.mark.parametrize("ffn", nl.FFNS)
+def test_differences_fill_in_the_defaults_the_model_uses(ffn):
+    config = nl.ModelConfig(20, 24, 2, 4, 8, ffn=ffn)
+    width = nl.TinyTransformerLM(config=config).blocks[0].ffn.w2.in_features   # make_ffn's d_ff
+    assert config.differences(dataclasses.replace(config, d_ff=width, n_kv_heads=4)) == []
+    assert config.differences(dataclasses.replace(config, d_ff=width + 1, n_kv_heads=2)) == [
+        ("n_kv_heads", 4, 2), ("d_ff", width, width + 1)]
+
+
+def test_configs_without_differences_give_the_same_logits():
+    # Post-LN is DeepNorm's code with alpha 1; alpha is compared unless ignored (train_ensemble
+    # ignores it: a buffer per member)
+    post = nl.ModelConfig(20, 16, 2, 2, 8, placement="post")
+    deepnorm = dataclasses.replace(post, placement="deepnorm")
+    assert post.differences(deepnorm) == []
+    assert post.differences(deepnorm, ignore=()) == [("alpha", 1.0, 4 ** 0.25)]  # (2 N)^(1/4)
+    alpha_one = dataclasses.replace(deepnorm, alpha=1.0)
+    assert post.differences(alpha_one, ignore=()) == []
+    a, b = nl.TinyTransformerLM(config=post), nl.TinyTransformerLM(config=alpha_one)
+    b.load_state_dict(a.state_dict())
+    idx = torch.randint(20, (2, 8))
+    with torch.no_grad():
+        assert torch.equal(a(idx), b(idx))
+    with pytest.raises(ValueError, match="ignore must be a tuple of field names, got 'alpha'"):
+        post.differences(deepnorm, ignore="alpha")
+    with pytest.raises(ValueError, match=r"got \('alfa',\)"):
+        post.differences(deepnorm, ignore=("alfa",))
+    with pytest.raises(TypeError, match="other must be a ModelConfig, got dict"):
+        post.differences(dataclasses.asdict(post))
+
+
+def _normlib_imports() -> dict[str, set[str]]:
+    """normlib's top-level modules -> the normlib modules each imports, anywhere in its file
+    (inside a function too)."""
+    root = pathlib.Path(nl.__file__).parent
+    modules = {p.stem for p in root.glob("*.py")} - {"__init__"}
+    graph = {}
+    for module in modules:
+        imported = set()
+        for node in ast.walk(ast.parse((root / f"{module}.py").read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                imported |= {node.module.split(".")[0]} if node.module else \
+                    {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("normlib."):
+                imported.add(node.module.split(".")[1])
+            elif isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[1] for a in node.names
+                             if a.name.startswith("normlib.")}
+        graph[module] = imported & modules
+    return graph
+
+
+def test_normlibs_modules_import_each_other_without_a_cycle():
+    # Code review 2: model.py imported .hf inside from_hf_config while hf.py imports .model. The
+    # model and its config know nothing of HF or of training.
+    graph = _normlib_imports()
+    assert graph["config"].isdisjoint({"model", "hf", "train"})
+    assert graph["model"].isdisjoint({"hf", "train"})
+    done, path = set(), []
+
+    def visit(module):
+        assert module not in path, f"import cycle: {' -> '.join([*path, module])}"
+        if module not in done:
+            path.append(module)
+            for other in sorted(graph[module]):
+                visit(other)
+            path.pop()
+            done.add(module)
+    for module in sorted(graph):
+        visit(module)

@@ -21,7 +21,7 @@ import torch
 from tolerances import close
 
 import normlib as nl
-from normlib.hf import hf_llama_to_normlib_name, load_llama_weights
+from normlib.hf import hf_llama_to_normlib_name, load_llama_weights, model_from_llama_config
 
 f32, f64 = torch.float32, torch.float64
 
@@ -209,7 +209,8 @@ def test_load_llama_weights_refuses_a_model_that_is_not_llama_shaped():
     hf = llama().LlamaForCausalLM(_config())
     post = nl.TinyTransformerLM(50, 64, 3, 4, 32, n_kv_heads=2, norm="layernorm",
                                 placement="post", ffn="swiglu", d_ff=96, rope=True)
-    with pytest.raises(ValueError, match="norm='layernorm'.*placement='post'"):
+    with pytest.raises(ValueError, match="norm = 'layernorm', LLaMA: 'rmsnorm'; "
+                                         "model.config.placement = 'post', LLaMA: 'pre'"):
         load_llama_weights(post, hf)
     wide = nl.TinyTransformerLM(50, 64, 3, 4, 32, norm="rmsnorm", ffn="swiglu", d_ff=96,
                                 rope=True)                   # 4 key/value heads, HF has 2
@@ -222,7 +223,7 @@ def test_load_llama_weights_refuses_a_model_that_is_not_llama_shaped():
     assert type(info.value) is LookupError      # not KeyError, whose str() repr-quotes the message
     causal = nl.TinyTransformerLM(config=dataclasses.replace(nl.llama_model_config(_config()),
                                                              causal=False))
-    with pytest.raises(ValueError, match=r"causal=False \(LLaMA: True\)"):
+    with pytest.raises(ValueError, match="model.config.causal = False, LLaMA: True"):
         load_llama_weights(causal, hf)
 
 
@@ -236,13 +237,13 @@ def _hf_with_norm_weights(config):
     return hf
 
 
-def test_from_hf_config_reproduces_llama3_constants():
+def test_model_from_llama_config_reproduces_llama3_constants():
     # Review finding 7: rope_theta 500,000 (Llama 3) and rms_norm_eps 1e-6 (LlamaConfig's
     # default) were accepted silently by a model that computes with 10,000 and 1e-5 (logits off by
-    # up to 6.8 and 4.9e-4). from_hf_config represents them; the logits are equal.
+    # up to 6.8 and 4.9e-4). model_from_llama_config represents them; the logits are equal.
     config = _config(rope_theta=500_000.0, rms_norm_eps=1e-6)
     hf = _hf_with_norm_weights(config)
-    lm = nl.TinyTransformerLM.from_hf_config(config)
+    lm = model_from_llama_config(config)
     assert (lm.config.rope_base, lm.config.norm_eps) == (500_000.0, 1e-6)
     load_llama_weights(lm, hf)
     idx = torch.randint(50, (2, 32))
@@ -261,13 +262,73 @@ def test_load_llama_weights_names_every_config_mismatch():
         assert words in str(info.value)
 
 
-def test_load_llama_weights_takes_torchs_fused_rmsnorm():
+@pytest.mark.parametrize("ignored", [dict(fused_norm=True), dict(max_seq_len=48)])
+def test_load_llama_weights_ignores_only_fields_that_do_not_change_the_logits(ignored):
     # Review finding 7: fused_norm=True (nn.RMSNorm, the same function) was refused with
-    # "norm=RMSNorm (LLaMA: 'rmsnorm')".
+    # "norm=RMSNorm (LLaMA: 'rmsnorm')". max_seq_len only bounds the input length.
     config = _config()
     hf = _hf_with_norm_weights(config)
-    lm = nl.TinyTransformerLM(config=dataclasses.replace(nl.llama_model_config(config),
-                                                         fused_norm=True))
+    lm = nl.TinyTransformerLM(config=dataclasses.replace(nl.llama_model_config(config), **ignored))
+    load_llama_weights(lm, hf)
+    idx = torch.randint(50, (2, 32))
+    with torch.no_grad():
+        close(lm(idx), hf(idx).logits)
+
+
+def _hf_with_large_weights():
+    """Code review 2's LlamaForCausalLM (finding 6): every weight drawn from N(0, 0.5), so that a
+    field the loader did not compare changes the logits by far more than rounding."""
+    hf = llama().LlamaForCausalLM(_config(num_hidden_layers=2)).eval()
+    with torch.no_grad():
+        for p in hf.parameters():
+            p.normal_(0, 0.5)
+    return hf
+
+
+# Code review 2, finding 6: these three were loaded and computed other logits than HF's (max
+# |difference| 3.66 for softcap 2.0 and 4.72 for a window of 4), or failed in load_state_dict with
+# "Missing key(s) ... q_norm.weight" (qk_norm)
+FIELDS_2025 = [(dict(softcap=2.0), "model.config.softcap = 2.0, LLaMA: None"),
+               (dict(sliding_window=4), "model.config.sliding_window = 4, LLaMA: None"),
+               (dict(qk_norm="per_head"), "model.config.qk_norm = 'per_head', LLaMA: None")]
+
+
+@pytest.mark.parametrize("extra,words", FIELDS_2025, ids=["softcap", "sliding_window", "qk_norm"])
+def test_load_llama_weights_compares_the_whole_config(extra, words):
+    hf = _hf_with_large_weights()
+    same = nl.TinyTransformerLM(config=nl.llama_model_config(hf.config)).eval()
+    load_llama_weights(same, hf)
+    idx = torch.randint(50, (1, 16))
+    with torch.no_grad():
+        close(same(idx), hf(idx).logits)                   # the loader and the check are right
+    other = nl.TinyTransformerLM(config=dataclasses.replace(same.config, **extra))
+    for source in (hf, hf.state_dict()):                   # a bare state dict too
+        with pytest.raises(ValueError, match="computes differently") as info:
+            load_llama_weights(other, source)
+        assert words in str(info.value)
+
+
+def test_load_llama_weights_names_every_difference_in_one_error():
+    hf = _hf_with_large_weights()
+    config = dataclasses.replace(nl.llama_model_config(hf.config), softcap=2.0, sliding_window=4,
+                                 norm_eps=1e-3, d_ff=64, max_seq_len=16, fused_norm=True)
+    with pytest.raises(ValueError) as info:
+        load_llama_weights(nl.TinyTransformerLM(config=config), hf)
+    message = str(info.value)
+    for words in ("model.config.norm_eps = 0.001, HF rms_norm_eps = 1e-05",
+                  "model.config.d_ff = 64, HF intermediate_size = 96",
+                  "model.config.sliding_window = 4, LLaMA: None",
+                  "model.config.softcap = 2.0, LLaMA: None"):
+        assert words in message
+    assert "max_seq_len" not in message and "fused_norm" not in message
+    assert message.count("model.config.") == 4
+
+
+def test_load_llama_weights_fills_in_the_configs_defaults():
+    # n_kv_heads=None is n_heads, and d_ff=None is int(8 d_model / 3) for SwiGLU: the same model
+    # as the LlamaConfig that spells them out
+    hf = _hf_with_norm_weights(_config(num_key_value_heads=4, intermediate_size=170))
+    lm = nl.TinyTransformerLM(50, 64, 3, 4, 32, norm="rmsnorm", ffn="swiglu", rope=True)
     load_llama_weights(lm, hf)
     idx = torch.randint(50, (2, 32))
     with torch.no_grad():
@@ -285,7 +346,7 @@ def test_load_llama_weights_takes_torchs_fused_rmsnorm():
 def test_configs_normlib_cannot_represent_are_named(setting, words):
     config = _config(**setting)
     with pytest.raises(ValueError, match="cannot represent") as info:
-        nl.TinyTransformerLM.from_hf_config(config)
+        model_from_llama_config(config)
     assert words in str(info.value)
     lm = nl.TinyTransformerLM(50, 64, 3, 4, 32, n_kv_heads=2, norm="rmsnorm", ffn="swiglu",
                               d_ff=96, rope=True)
