@@ -141,6 +141,17 @@ def test_the_course_holds_the_lessons_practice_and_library_and_nothing_else(buil
     assert _git(dest, "rev-list", "--count", first.commit).decode().strip() == "1"
 
 
+def test_every_relative_link_of_a_lesson_resolves_in_the_course(built):
+    dest, broken = built[0], []
+    for lesson in [*(dest / "notebooks").glob("*.ipynb"), *(dest / "notebooks/zh").glob("*.ipynb")]:
+        cells = nbformat.read(lesson, as_version=4).cells
+        for cell in (c for c in cells if c.cell_type == "markdown"):
+            for target in re.findall(r"\]\(([^)#\s]+)", cell.source):
+                if "://" not in target and not (lesson.parent / target).exists():
+                    broken.append(f"{lesson.relative_to(dest)} -> {target}")
+    assert not broken, broken
+
+
 def test_no_solution_text_in_any_file_or_any_blob_of_the_history(built):
     dest = built[0]
     blocks = _solution_blocks()
