@@ -250,3 +250,19 @@ def test_refuses_a_course_with_uncommitted_changes(tmp_path):
     with pytest.raises(ValueError, match="nothing uncommitted"):
         course.build(tmp_path)
     assert [p.name for p in tmp_path.iterdir() if p.name != ".git"] == ["draft.md"]
+
+
+def test_without_a_git_identity_nothing_is_written_and_a_later_run_succeeds(tmp_path, monkeypatch):
+    config = tmp_path / "gitconfig"
+    config.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "")                  # git refuses an empty name
+    dest = tmp_path / "course"
+    with pytest.raises(RuntimeError, match="GIT_AUTHOR_IDENT"):
+        course.build(dest)
+    assert [p.name for p in dest.iterdir()] == [".git"]
+    for key in ("GIT_AUTHOR", "GIT_COMMITTER"):
+        monkeypatch.setenv(f"{key}_NAME", "Lecturer")
+        monkeypatch.setenv(f"{key}_EMAIL", "lecturer@example.edu")
+    assert course.build(dest).commit is not None

@@ -310,6 +310,10 @@ def build(dest: Path) -> Built:
     if not existing:
         dest.mkdir(parents=True, exist_ok=True)
         _git(dest, "init", "--quiet", "--initial-branch=main")
+    # Who commits is asked before anything is written: a commit refused at the end would leave
+    # files uncommitted in DEST, and the next run refuses a DEST with uncommitted files.
+    for ident in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"):
+        _git(dest, "var", ident)
     built = Built(dest)
     rebuilt = rebuilt_files()
     tracked = _git(dest, "ls-files", "-z", "--", *REBUILT_FOLDERS).split("\0") if existing else []
