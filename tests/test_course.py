@@ -266,3 +266,9 @@ def test_without_a_git_identity_nothing_is_written_and_a_later_run_succeeds(tmp_
         monkeypatch.setenv(f"{key}_NAME", "Lecturer")
         monkeypatch.setenv(f"{key}_EMAIL", "lecturer@example.edu")
     assert course.build(dest).commit is not None
+
+
+def test_refuses_a_dest_that_is_a_file(tmp_path):
+    (tmp_path / "course").write_text("a file")
+    with pytest.raises(ValueError, match="must be a folder, got the file"):
+        course.build(tmp_path / "course")
