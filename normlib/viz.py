@@ -10,6 +10,7 @@ import inspect
 import io
 import traceback
 import warnings
+import weakref
 from collections.abc import Callable
 
 import matplotlib as mpl
@@ -297,11 +298,22 @@ def _draw(fig, state: _Live) -> None:
     then the content's box measured) when something other than its moving artists changed, or the
     last drawing failed; then the moving artists over it. A drawing that raises leaves the next
     one to draw in full."""
+    from matplotlib.image import AxesImage
     try:
         full = state.background is None or fig.stale
         if full:
             state.background = None
-            fig.canvas.draw()
+            # matplotlib leaves animated artists out of a full drawing, except images
+            # (axes/_base.py: "not a.get_animated() or isinstance(a, mimage.AxesImage)"): hidden
+            # here, or the background holds the image and draw_artist composites it twice
+            images = [a for a in state.moving if isinstance(a, AxesImage) and a.get_visible()]
+            for image in images:
+                image.set_visible(False)          # animated: no stale callback fires
+            try:
+                fig.canvas.draw()
+            finally:
+                for image in images:
+                    image.set_visible(True)
             state.background = fig.canvas.copy_from_bbox(fig.bbox)
         else:
             fig.canvas.restore_region(state.background)
@@ -406,6 +418,42 @@ def png(fig) -> bytes:
     return out.getvalue()
 
 
+# The widgets each notebook cell showed in its last run, by the cell's id: (that run's message id,
+# its widgets). ipywidgets keeps every widget that is not closed, and a widget's controls hold its
+# figure, so each re-run of a widget cell kept one more figure alive (about 5 MB in lecture mode;
+# code review 2, finding 10). Weak, so a widget closed by other means is not kept either.
+_SHOWN_BY_CELL: dict[str, tuple[str, weakref.WeakSet]] = {}
+
+
+def _this_run() -> tuple[str, str] | None:
+    """(the id of the notebook cell running now, this run's message id), from the kernel's parent
+    message (JupyterLab and Notebook 7 send the cell's id as its metadata's ``cellId``); None
+    outside a kernel, or when the front end sends no cell id."""
+    from IPython import get_ipython
+    parent = getattr(get_ipython(), "parent_header", None)
+    if not isinstance(parent, dict):
+        return None
+    cell = (parent.get("metadata") or {}).get("cellId")
+    run = (parent.get("header") or {}).get("msg_id")
+    return (cell, run) if cell and run else None
+
+
+def _widgets_of_this_run() -> weakref.WeakSet | None:
+    """The set of the widgets the running cell shows in this run, after closing the ones it showed
+    in its last run; None when the cell is not known (see ``_this_run``)."""
+    here = _this_run()
+    if here is None:
+        return None
+    cell, run = here
+    last_run, shown = _SHOWN_BY_CELL.get(cell, (None, weakref.WeakSet()))
+    if last_run != run:
+        for widget in list(shown):
+            widget.close()
+        shown = weakref.WeakSet()
+        _SHOWN_BY_CELL[cell] = (run, shown)
+    return shown
+
+
 def interactive(callback: Callable, **controls):
     """The widget for ``callback``: one control per keyword (an ipywidgets control, an abbreviation
     such as a list of options, or ``ipywidgets.fixed(value)``), above the plot. ``callback`` is
@@ -413,9 +461,13 @@ def interactive(callback: Callable, **controls):
     figure's update with the values of the shown controls (fixed ones never change) and shows the
     figure drawn once. Text the update prints shows under the plot, and so does the traceback of an update or a drawing
     that raises (the plot stays as last drawn). Labels are never cut off. ``display()`` the
-    result; its ``close()`` closes its controls too, which frees the figure."""
+    result; its ``close()`` closes its controls too, which frees the figure. Running a notebook
+    cell again closes the widgets its last run made (in a front end that sends the cell's id, as
+    JupyterLab does), so re-running a widget cell does not keep one more figure alive each time."""
     import ipywidgets as widgets
     import matplotlib.pyplot as plt
+
+    this_run = _widgets_of_this_run()
 
     fixed, shown = {}, {}
     for name, control in controls.items():
@@ -473,7 +525,10 @@ def interactive(callback: Callable, **controls):
     for control in shown.values():
         control.observe(move, "value")
     show(first.getvalue())
-    return _widget_class()([*shown.values(), out], fig)
+    widget = _widget_class()([*shown.values(), out], fig)
+    if this_run is not None:
+        this_run.add(widget)
+    return widget
 
 
 @functools.cache

@@ -275,6 +275,52 @@ def test_overlapping_axes_are_drawn_in_order():
     assert differing_pixels(part, drawn_in_full(fig)) == 0
 
 
+def _image_over_a_line(alpha=None):
+    """Code review 2, finding 9's figure: an image over a thick line, no tick marks over it (as
+    lesson 10's attention maps)."""
+    fig, ax = plt.subplots()
+    ax.plot([0, 7], [0, 7], color="k", lw=3, zorder=-1)
+    image = ax.imshow(np.zeros((8, 8)), vmin=0, vmax=1, alpha=alpha, cmap="viridis")
+    ax.grid(False)
+    ax.tick_params(length=0)
+    return fig, image
+
+
+@pytest.mark.parametrize("alpha", [None, 0.5])
+def test_a_moving_image_is_drawn_once(alpha):
+    """Code review 2, finding 9: matplotlib draws an animated image in a full drawing too, so the
+    background held it and the move composited it again: with alpha 0.5, 49,062 px of the first
+    picture differed from matplotlib's."""
+    viz.reading_mode()
+    fig, image = _image_over_a_line(alpha)
+
+    def update(k=0):
+        image.set_data((np.arange(64).reshape(8, 8) + 10 * k) % 7 / 7)
+        return [image]
+    viz.live(fig, update)
+    viz.png(fig)
+    assert differing_pixels(np.asarray(fig.canvas.buffer_rgba()).copy(), drawn_in_full(fig)) == 0
+    part = _moved(fig, [{"k": k} for k in (1, 2, 3)])
+    assert differing_pixels(part, drawn_in_full(fig)) == 0
+
+
+def test_a_masked_image_leaves_no_ghost_in_its_transparent_cells():
+    """Code review 2, finding 9: a causal mask drawn as NaN cells (transparent) grown over three
+    moves: the old cells showed through the new transparent ones (16,018 px differed)."""
+    viz.reading_mode()
+    fig, image = _image_over_a_line()
+
+    def update(k=7):
+        scores = np.full((8, 8), 0.8)
+        scores[np.triu_indices(8, 1 + k)] = np.nan                 # masked: transparent
+        image.set_data(scores)
+        return [image]
+    viz.live(fig, update)
+    viz.png(fig)
+    part = _moved(fig, [{"k": k} for k in (5, 3, 1)])
+    assert differing_pixels(part, drawn_in_full(fig)) == 0
+
+
 def _edges_are_blank(data: bytes) -> bool:
     image = _pixels(data)[..., :3]
     return all((edge == 255).all() for edge in (image[0], image[-1], image[:, 0], image[:, -1]))
@@ -356,6 +402,75 @@ def test_a_closed_widget_frees_its_figure_and_a_closed_figure_still_moves():
     del box
     gc.collect()
     assert figure() is None
+
+
+def _tanh_widget(a=1.0):
+    """A widget callback: a live figure whose line follows a (the review's viz_leak.py)."""
+    fig, ax, x, line, legend = _line_and_legend()
+
+    def update(a=a):
+        line.set_ydata(a * np.tanh(x))
+        return [line, legend]
+    return viz.live(fig, update)
+
+
+def _run_cell(monkeypatch, cell: str, run: int, show):
+    """Run ``show`` as the notebook cell ``cell`` would in its run number ``run`` (see
+    test_a_cells_id_comes_from_the_kernels_parent_message)."""
+    monkeypatch.setattr(viz, "_this_run", lambda: (cell, f"{cell}-run-{run}"))
+    return show()
+
+
+def test_a_cells_id_comes_from_the_kernels_parent_message(monkeypatch):
+    """ipykernel's shell keeps the execute_request it runs as ``parent_header``: JupyterLab puts
+    the cell's id in its metadata (cellId), and each run has its own header.msg_id."""
+    import types
+
+    import IPython
+    parent = {"header": {"msg_id": "m-1"}, "metadata": {"cellId": "c-1"}, "content": {}}
+    for shell, expected in ((types.SimpleNamespace(parent_header=parent), ("c-1", "m-1")),
+                            (types.SimpleNamespace(parent_header={**parent, "metadata": {}}), None),
+                            (types.SimpleNamespace(parent_header={}), None), (None, None)):
+        monkeypatch.setattr(IPython, "get_ipython", lambda shell=shell: shell)
+        assert viz._this_run() == expected
+
+
+def test_a_widget_cell_run_again_frees_the_figures_of_its_last_run(monkeypatch):
+    """Code review 2, finding 10: ipywidgets keeps every widget not closed, and its controls hold
+    the figure: 30 runs of a widget cell kept 30 figures alive (+147 MB in lecture mode)."""
+    viz.reading_mode()
+    figures, boxes = [], []
+    for run in range(30):
+        box = _run_cell(monkeypatch, "cell-a", run,
+                        lambda: viz.interactive(_tanh_widget, a=(0.5, 2.0, 0.5)))
+        box.children[0].value = 1.5                                # one move
+        figures.append(weakref.ref(box.figure))
+        boxes.append(weakref.ref(box))
+    part = np.asarray(box.figure.canvas.buffer_rgba()).copy()     # the last one moves as before
+    assert differing_pixels(part, drawn_in_full(box.figure)) == 0
+    del box
+    gc.collect()
+    assert [f() is not None for f in figures] == [False] * 29 + [True]   # only the one shown
+    assert boxes[-1]().comm is not None                               # and it is still open
+    plt.close("all")
+
+
+def test_only_a_cells_own_last_run_is_closed(monkeypatch):
+    """Two widgets of one run, and another cell's widget, stay open; outside a kernel (no cell id)
+    nothing is closed."""
+    viz.reading_mode()
+    both = _run_cell(monkeypatch, "cell-b", 0, lambda: [viz.interactive(_tanh_widget, a=(0.5, 2.0))
+                                                        for _ in range(2)])
+    other = _run_cell(monkeypatch, "cell-c", 0, lambda: viz.interactive(_tanh_widget, a=(0.5, 2.0)))
+    assert all(w.comm is not None for w in (*both, other))
+    again = _run_cell(monkeypatch, "cell-b", 1, lambda: viz.interactive(_tanh_widget, a=(0.5, 2.0)))
+    assert [w.comm is None for w in (*both, other, again)] == [True, True, False, False]
+    monkeypatch.undo()                                   # no kernel: get_ipython() is None
+    assert viz._this_run() is None
+    plain = [viz.interactive(_tanh_widget, a=(0.5, 2.0)) for _ in range(2)]
+    assert all(w.comm is not None for w in (other, again, *plain))
+    for widget in (other, again, *plain):
+        widget.close()
 
 
 def test_interactive_refuses_a_figure_that_is_not_live():
