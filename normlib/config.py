@@ -123,6 +123,7 @@ class ModelConfig:
         return [(name, mine[name], theirs[name]) for name in names
                 if name not in ignore and mine_code[name] != their_code[name]]
 
+
 def _problems(config: ModelConfig) -> list[Exception]:
     """Every field's problem, then every broken rule between fields whose values passed."""
     problems: list[Exception] = []
