@@ -183,7 +183,7 @@ _EXERCISES += [
         "An nn.Module with attributes alpha = (2N)^(1/4) and beta = (8N)^(-1/4) for an "
         "encoder-only model of N = n_layers layers, and forward(x, sublayer) = "
         "LayerNorm(alpha * x + sublayer(x)) over d_model. beta is for initialization only.",
-        "实现一个 nn.Module：属性 alpha = (2N)^(1/4)、beta = (8N)^(-1/4)（N = n_layers 层的纯编码器），"
+        "实现一个 nn.Module：属性 alpha = (2N)^(1/4)、beta = (8N)^(-1/4)（N = n_layers 层的仅编码器模型），"
         "forward(x, sublayer) = LayerNorm(alpha * x + sublayer(x))，在 d_model 上归一化。"
         "beta 只用于初始化。",
         8,
@@ -198,7 +198,7 @@ _EXERCISES += [
             "结合了 Post-LN 的效果和 Pre-LN 的训练稳定性，用的是普通 LayerNorm（不是 RMSNorm）；"
             "DeepNet 训练了 1000 层（2500 个子层）。"),
          _q("And for a decoder-only or encoder-decoder model?",
-            "纯解码器或编码器-解码器模型的常数是多少？",
+            "仅解码器或编码器-解码器模型的常数是多少？",
             "Decoder-only, M layers: (2M)^(1/4) and (8M)^(-1/4). Encoder-decoder: encoder "
             "0.81 (N^4 M)^(1/16) and 0.87 (N^4 M)^(-1/16); decoder (3M)^(1/4) and (12M)^(-1/4).",
             "仅解码器模型，M 层：(2M)^(1/4) 和 (8M)^(-1/4)。编码器-解码器：编码器 0.81 (N^4 M)^(1/16) 和 "
@@ -434,10 +434,10 @@ _EXERCISES += [
             "decoding step. With 8 key/value heads for 32 query heads (LLaMA 3 8B, Llama 3 paper "
             "Table 3) it is 4 times smaller than with 32: 1 GiB per 8,192-token sequence in bf16. "
             "MQA (Shazeer 2019) keeps one kv head; GQA (Ainslie et al. 2023) sits in between.",
-            "省的是 KV cache：2 x 层数 x B x n_kv_heads x S x head_dim 个数，每一步解码都要读一遍。"
-            "32 个查询头配 8 个键值头（LLaMA 3 8B，Llama 3 论文表 3）时，它比 32 个键值头小 4 倍："
-            "bf16 下每条 8,192 token 的序列 1 GiB。MQA（Shazeer 2019）只留一个键值头；"
-            "GQA（Ainslie 等 2023）介于两者之间。"),
+            "省的是键值缓存：2 x 层数 x B x n_kv_heads x S x head_dim 个数，每一步解码都要读一遍。"
+            "32 个查询头配 8 个键值头时（LLaMA 3 8B，见 Llama 3 论文表 3），键值缓存只有 32 个键值头"
+            "时的 1/4：bf16 下每条 8,192 token 的序列占 1 GiB。MQA（Shazeer 2019）只保留一个键值头；"
+            "GQA（Ainslie et al. 2023）介于两者之间。"),
          _q("Why is decoding with the cache equal to the full pass?",
             "为什么用 KV cache 逐步解码与一次性前向结果相同？",
             "Under the causal mask an earlier token's key and value never depend on later tokens, "
