@@ -14,7 +14,8 @@ constant, a row scaled, one token perturbed, weight = 2, bias = 1, ...). Each fa
 gives a plain sentence: what fails and what it implies. The diagnosis is, in this order: a
 stopping problem (time limit, forbidden built-in), a confirmed catalogue mistake, a structural
 problem (None, shape, dtype, in-place, no autograd), the first failing property, an exception
-(or NaN, or wrong gradients), and otherwise "I cannot tell exactly".
+(or NaN, or wrong gradients), and otherwise what a probe measured ("cannot_tell" with its
+sentence), or "I cannot tell exactly".
 """
 
 from __future__ import annotations
@@ -163,27 +164,33 @@ class Session:
         lines = [self._drop_refuted_hints(line) for line in self.lines]
         key, diagnosis = None, None
         if failed:
+            # a probe's "cannot_tell" sentence says what it measured: used only when nothing else
+            # names the mistake
+            named = [(k, text) for k, text in self.properties if k != "cannot_tell"]
+            measured = [text for k, text in self.properties if k == "cannot_tell"]
             structural = [k for k in self.found if k in GENERIC_MISTAKES and k not in _UNSPECIFIC]
             stopping = [k for k in self.found if k in ("shortcut", "time_limit")]
             # a mistake that often comes with another (no float32 upcast) yields to the probes
-            if confirmed and self.properties and all(k in _SECONDARY for k in confirmed) and \
+            if confirmed and named and all(k in _SECONDARY for k in confirmed) and \
                     not (stopping or structural):
-                key = self.properties[0][0]
-                diagnosis = " ".join(text for _, text in self.properties[:2])
+                key = named[0][0]
+                diagnosis = " ".join(text for _, text in named[:2])
                 diagnosis += " Also, " + self.explain(confirmed[0])
             elif stopping or confirmed or structural:
                 key = (stopping or confirmed or structural)[0]
                 diagnosis = self.explain(key)
-                extra = [text for k, text in self.properties if k != key]
+                extra = [text for k, text in named if k != key]
                 if extra and key in self.specific:
                     diagnosis += " The probes also find: " + " ".join(extra[:2])
-            elif self.properties:
-                key = self.properties[0][0]
-                diagnosis = " ".join(text for _, text in self.properties[:3])
+            elif named:
+                key = named[0][0]
+                diagnosis = " ".join(text for _, text in named[:3])
             elif any(k in self.specific or k in _TRUE_BUT_VAGUE for k in self.found):
                 # an exception, NaN, wrong gradients, or a catalogue's own "wrong values"
                 key = next(k for k in self.found if k in self.specific or k in _TRUE_BUT_VAGUE)
                 diagnosis = self.explain(key)
+            elif measured:
+                key, diagnosis = "cannot_tell", measured[0]
             else:
                 key, diagnosis = "cannot_tell", CANNOT_TELL
         return CheckResult(self.name, not failed, lines, diagnosis, key)

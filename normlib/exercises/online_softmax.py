@@ -56,6 +56,27 @@ ONLINE_SOFTMAX_MISTAKES = catalogue("online_softmax_attention", {
                           "by the running sum l after the last block."),
     "no_scaling": ("missing 1/sqrt(d)", "the scores are q k^T / sqrt(D), D the head dim."),
     "scale": ("wrong scale", "the scores are q . k / sqrt(D), D = q.shape[-1]."),
+    "max_starts_at_zero": ("running max starts at 0", "m starts at -inf, the max of nothing: "
+                           "started at 0 it never follows a row whose scores are all below 0, and "
+                           "when they are all below about -87 (float32) every exp(s - 0) "
+                           "underflows to 0 and the output is 0 / 0 = NaN."),
+    "block_not_rescaled": ("block terms taken against the block's own max", "the block's terms "
+                           "exp(s - m_block) must be taken against the new running max m': "
+                           f"exp(s - m') = exp(s - m_block) exp(m_block - m'); {_RESCALE}."),
+    "terms_old_max": ("block terms taken against the old max", "exp(s - m) with the max from "
+                      "before the block is exp(s + inf) = inf in the first block (m = -inf): "
+                      "update m' = max(m, block max) first, then take exp(s - m')."),
+    "rescale_wrong_max": ("rescale factor from the block's max", "the old sums were taken "
+                          "against the old running max m, so they are rescaled by exp(m - m'), "
+                          "not exp(m_block - m')."),
+    "exp2": ("exp2 without log2(e)", "2^x = e^(x ln 2): with torch.exp2 the scores must be "
+             "multiplied by log2(e) = 1.4427 (FlashAttention's kernels do), or use torch.exp."),
+    "keys_counted_twice": ("keys counted twice", "blocks overlap: block j covers keys j*B .. "
+                           "j*B + B - 1 (k[..., j:j + block_size, :] with j stepping by "
+                           "block_size), so each key enters exactly one block."),
+    "keys_skipped": ("keys left out", "some keys are in no block: step j over range(0, S, "
+                     "block_size) and slice k[..., j:j + block_size, :]; the last block may "
+                     "be smaller, keep it."),
     "tile_merge": ("blocks combined wrongly", "with a single block the output is right, with "
                    f"several it is not: the blocks are merged wrongly; {_RESCALE}."),
 })
@@ -69,6 +90,8 @@ def _online(q, k, v, block, mode="ok", scale=None):
     row_sum = torch.zeros_like(m)
     o = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)               # (B, H, T, Dv)
     tiles = 0
+    if mode == "max_zero":
+        m = torch.zeros_like(m)
     for j in range(0, k.shape[-2], block):
         s = q @ k[..., j:j + block, :].transpose(-2, -1) * scale            # (B, H, T, Bc)
         vj = v[..., j:j + block, :]
@@ -77,12 +100,13 @@ def _online(q, k, v, block, mode="ok", scale=None):
             o = o + (p / p.sum(-1, keepdim=True)) @ vj
             tiles += 1
             continue
-        m_new = torch.maximum(m, s.amax(-1))
+        m_block = s.amax(-1)
+        m_new = torch.maximum(m, m_block)
         if mode == "max_frozen":
             first = m_new if first is None else first
             m_new = first
-        p = torch.exp(s - m_new[..., None])
-        factor = torch.exp(m - m_new)
+        p = torch.exp(s - {"terms_block": m_block, "terms_old": m}.get(mode, m_new)[..., None])
+        factor = torch.exp((m_block if mode == "factor_block" else m) - m_new)
         if mode == "rescale_inverted":
             factor = torch.exp(m_new - m).nan_to_num(0.0, 0.0)
         row_sum = row_sum * (1.0 if mode in ("no_rescale", "sum_not_rescaled") else factor) \
@@ -100,7 +124,9 @@ def _online(q, k, v, block, mode="ok", scale=None):
 _MODES = [("no_rescale", "no_rescale"), ("acc_not_rescaled", "acc_not_rescaled"),
           ("sum_not_rescaled", "sum_not_rescaled"), ("rescale_inverted", "rescale_inverted"),
           ("max_not_updated", "max_forgotten"), ("normalized_per_tile", "per_tile"),
-          ("normalized_per_tile", "per_tile_mean"), ("no_final_division", "no_final_division")]
+          ("normalized_per_tile", "per_tile_mean"), ("no_final_division", "no_final_division"),
+          ("block_not_rescaled", "terms_block"), ("terms_old_max", "terms_old"),
+          ("rescale_wrong_max", "factor_block")]
 
 
 def _in_double(f):
@@ -112,7 +138,16 @@ ONLINE_SOFTMAX_MUTANTS = [(key, _in_double(f)) for key, f in [
     *[(key, (lambda q, k, v, b, mode=mode: _online(q, k, v, b, mode))) for key, mode in _MODES],
     ("no_scaling", lambda q, k, v, b: _online(q, k, v, b, scale=1.0)),
     ("scale", lambda q, k, v, b: _online(q, k, v, b, scale=1 / q.shape[-1])),
-]]
+    ("exp2", lambda q, k, v, b: _online(q, k, v, b, scale=math.log(2) / math.sqrt(q.shape[-1]))),
+]] + [("max_starts_at_zero", lambda q, k, v, b: _online(q, k, v, b, "max_zero"))]  # underflows
+# in the input's dtype, so not in float64
+
+
+def _axis(D: int, c: float) -> torch.Tensor:
+    """c e_0 in D dims: q = c e_0 and k = -c e_0 give the score -c^2 / sqrt(D)."""
+    e = torch.zeros(D)
+    e[0] = c
+    return e
 
 
 def _reference(q, k, v, block_size):
@@ -135,6 +170,10 @@ CASES = [
     _case(6, 5, 8, 40, note="one block holds every key"),
     _case(5, 9, 4, 50, dtype=torch.float64),
     _case(4, 8, 2, 60, scale=12.0, note="large scores"),
+    Case("S = 6 keys, block_size = 2, D = 16, every score below -100", lambda: (
+        randn(2, 2, 4, 16, seed=70, scale=0.3) + _axis(16, 24.0),
+        randn(2, 2, 6, 16, seed=71, scale=0.3) - _axis(16, 24.0), randn(2, 2, 6, 16, seed=72)),
+        {"block_size": 2}, tol_factor=2),
 ]
 
 
@@ -233,7 +272,8 @@ def _probes(s: Session, fn) -> list:
         want = 1 / math.sqrt(Ds)
         if abs(got - want) <= 1e-6:
             return None
-        known = [("no_scaling", 1.0, "1: not scaled"), ("scale", 1 / Ds, "1 / D")]
+        known = [("no_scaling", 1.0, "1: not scaled"), ("scale", 1 / Ds, "1 / D"),
+                 ("exp2", math.log(2) / math.sqrt(Ds), "ln(2) / sqrt(D): exp2 without log2(e)")]
         key, text = next(((k, t) for k, v, t in known if abs(got - v) <= 1e-6),
                          ("scale", f"{fmt(got)} (with D = {Ds})"))
         return (key, f"In one block of two keys your scores are q . k times {text}; the scale is "
@@ -243,9 +283,10 @@ def _probes(s: Session, fn) -> list:
         # scores 800 .. 801 in the first block and 799 .. 800 after: exp(800) overflows float64
         big = torch.tensor([800.0, 801.0, 799.0, 800.0, 799.5, 800.5], dtype=torch.float64)
         rising = torch.tensor([0.0, 1.0, 2.0, 3.0, 801.0, 0.0], dtype=torch.float64)
+        falling = torch.tensor([801.0, 0.0, 0.0, 1.0, 2.0, 3.0], dtype=torch.float64)
         one = torch.ones(1, dtype=torch.float64)
         seen = []                                        # (finite, right) per input
-        for scores in (big, rising):
+        for scores in (big, rising, falling):
             qa, ka = inputs(scores, one)
             w = s.call(fn, qa, ka, eye, block_size=2)
             if not isinstance(w, torch.Tensor) or w.shape != (1, 1, 1, S):
@@ -253,8 +294,13 @@ def _probes(s: Session, fn) -> list:
             w = w.detach().double()
             seen.append((bool(w.isfinite().all()),
                          near(w, _online(qa, ka, eye, 2), 1e-6, 1e-9)))
-        if seen[0][1] and seen[1][1]:
+        if seen[0][1] and seen[1][1] and seen[2][1]:
             return None
+        if seen[0][1] and seen[1][1] and not seen[2][0]:
+            return ("max_not_updated", "With the largest score (801) in the first block and "
+                    "scores 0 .. 3 after it, your output is not finite: exp(801 - 1) overflows, "
+                    "so the running max fell back to a later block's own max. "
+                    + _cap(ONLINE_SOFTMAX_MISTAKES["max_not_updated"][1]))
         if not seen[0][0]:
             return ("no_max", "With scores near 800 (the largest in the first block), your "
                     "output is NaN or inf where the weights are finite: exp(800) overflows. "
@@ -267,7 +313,72 @@ def _probes(s: Session, fn) -> list:
                     + _cap(ONLINE_SOFTMAX_MISTAKES["max_not_updated"][1]))
         return None
 
-    return [merge, one_block, scale, overflow]
+    def counted():
+        """Keys counted n_j times give weights n_j exp(s_j) / sum_i n_i exp(s_i): the ratio to
+        the true weights is n_j up to a factor per row, the same for every row."""
+        for block in (2, 4):
+            W, P = weights(block), _online(q, k, eye, block)[0, 0]
+            if not bool(W.isfinite().all()) or near(W, P, 1e-6, 1e-9):
+                continue
+            r = W / P                                            # (rows, S)
+            once = torch.where(r > 1e-12, r, math.inf).amin(-1, keepdim=True)  # a key seen once
+            n = r / once
+            counts = torch.round(n[0])
+            if not near(n, counts.expand_as(n), 1e-6, 1e-6) or bool((counts == 1).all()) or \
+                    float(counts.max()) > 3:
+                continue
+            twice = [j for j in range(S) if counts[j] > 1]
+            skipped = [j for j in range(S) if counts[j] == 0]
+            if skipped:
+                return ("keys_skipped", f"With v = I your output is the weights: over blocks of "
+                        f"{block} of S = {S} keys, keys {skipped} get no weight at all, the "
+                        "others their right share of what is left. "
+                        + _cap(ONLINE_SOFTMAX_MISTAKES["keys_skipped"][1]))
+            return ("keys_counted_twice", f"With v = I your output is the weights: over blocks "
+                    f"of {block} of S = {S} keys, keys {twice} weigh {int(counts.max())} times "
+                    "their share against the others: they are counted more than once. "
+                    + _cap(ONLINE_SOFTMAX_MISTAKES["keys_counted_twice"][1]))
+        return None
+
+    def underflow():
+        """Every score of a row near -1000: exp(s - m) underflows unless m follows the scores
+        down. The same scores shifted up by 1000 must give the same weights."""
+        low, high = (inputs(a + shift, torch.ones(1, dtype=torch.float64))
+                     for shift in (-1000.0, 0.0))
+        w_low = s.call(fn, *low, eye, block_size=2)
+        w_high = s.call(fn, *high, eye, block_size=2)
+        if not all(isinstance(w, torch.Tensor) and w.shape == (1, 1, 1, S)
+                   for w in (w_low, w_high)):
+            return None
+        right = _online(*high, eye, 2)
+        if near(w_low, right, 1e-6, 1e-9) or not near(w_high, right, 1e-6, 1e-9):
+            return None
+        return ("max_starts_at_zero", "With scores near 1 your weights are right; with the same "
+                "scores minus 1000 (every score of the row near -1000) they are "
+                f"{ {True: 'wrong', False: 'not finite'}[bool(w_low.isfinite().all())]}: "
+                "exp(s - m) "
+                "underflowed to 0 for every key, so m did not follow the scores down. "
+                + _cap(ONLINE_SOFTMAX_MISTAKES["max_starts_at_zero"][1]))
+
+    def measured():
+        rows = []
+        for block in (S, 2, 1):
+            W = weights(block)
+            P = _online(q, k, eye, block)[0, 0]
+            bad = ~torch.isclose(W, P, 1e-6, 1e-9)
+            rows.append(f"block_size = {block}: " + ("right" if not bool(bad.any()) else
+                        f"{int(bad.sum())} of {bad.numel()} weights wrong (max |error| "
+                        f"{float((W - P).abs().nan_to_num(float('inf')).max()):.3g}, "
+                        f"{ {True: 'finite', False: 'NaN or inf'}[bool(W.isfinite().all())]}, "
+                        f"row sums {', '.join(fmt(float(x)) for x in W.sum(-1))})"))
+        if all(row.endswith("right") for row in rows):
+            return None
+        return ("cannot_tell", "No known mistake fits. Measured with v = I (your output is the "
+                f"weights) on 3 queries and S = {S} keys: " + "; ".join(rows) + ". Weights that "
+                "go wrong only with several blocks point at the merge; wrong with one block, at "
+                "the scores or the softmax itself.")
+
+    return [counted, merge, one_block, overflow, underflow, scale, measured]
 
 
 def _name(mode: str) -> str:
@@ -278,7 +389,10 @@ def _name(mode: str) -> str:
             "max_forgotten": "those of the last block alone (a running max never assigned: "
                              "exp(-inf - m') = 0 wipes the earlier blocks)",
             "per_tile": "softmaxes per block, added", "per_tile_mean": "softmaxes per block, "
-            "averaged", "no_final_division": "exp(s - m) not divided by l"}[mode]
+            "averaged", "no_final_division": "exp(s - m) not divided by l",
+            "terms_block": "those of block terms exp(s - m_block) added without exp(m_block - m')",
+            "terms_old": "those of block terms taken against the max before the block",
+            "factor_block": "those of old sums rescaled by exp(m_block - m')"}[mode]
 
 
 def _cap(text: str) -> str:

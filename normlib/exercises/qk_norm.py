@@ -52,16 +52,56 @@ QK_NORM_MISTAKES = catalogue("qk_norm_attention", {
     "rope_layout": ("RoPE in the wrong layout", "HF's Qwen3 pairs feature i with i + head_dim/2 "
                     "(rotate_half): nl.apply_rope(x, layout='half')."),
     "sees_future": ("no causal mask", "query t attends to keys 0 .. t only."),
+    "l2_norm": ("L2 norm instead of RMS", "F.normalize divides by the L2 norm, sqrt(head_dim) "
+                "times the RMS: RMSNorm divides by sqrt(mean(x^2) + eps)."),
+    "eps_outside_sqrt": ("eps outside the square root", "RMSNorm divides by sqrt(mean(x^2) + "
+                         "eps), eps inside the root."),
+    "gain_one_plus": ("gain 1 + weight", "Qwen3's RMSNorm multiplies by its weight; (1 + weight) "
+                      "is Gemma's convention."),
+    "gain_before_norm": ("gain applied before normalizing", "normalize first, then multiply by "
+                         "the weight: y = x / rms(x) * weight."),
+    "norm_axis": ("norm over the wrong dim", "each head's vector is normalized over head_dim, "
+                  "the last dim of (B, H, T, head_dim)."),
+    "rope_base": ("RoPE base not 10000", "this exercise rotates with nl.apply_rope's default "
+                  "base 10000 (Qwen3's checkpoints use rope_theta = 1,000,000; here the task "
+                  "fixes the default)."),
+    "mask_excludes_self": ("mask hides the query itself", "query t attends to keys 0 .. t, "
+                           "itself included (tril(), not tril(-1)): the first token, with no "
+                           "key left, gets NaN."),
+    "heads_split": ("heads split the wrong way", "split the features into heads with "
+                    "view(B, T, n_heads, head_dim), then transpose(1, 2) to (B, H, T, head_dim)."),
+    "heads_merged": ("heads merged the wrong way", "merge back with y.transpose(1, 2)"
+                     ".reshape(B, T, d_model): without the transpose the features of different "
+                     "tokens are mixed."),
+    "no_scaling": ("missing 1/sqrt(head_dim)", "the scores are q . k / sqrt(head_dim), after the "
+                   "norms and RoPE (a scale before the norm is undone by it)."),
+    "scale": ("wrong scale", "the scores are q . k / sqrt(head_dim), head_dim = d_model // "
+              "n_heads."),
+    "has_bias": ("projections with bias", "Qwen3's q_proj, k_proj, v_proj and o_proj are "
+                 "bias-free: nn.Linear(d_model, d_model, bias=False)."),
+    "no_o_proj": ("o_proj not applied", "after merging the heads apply o_proj."),
+    "wrong_projection": ("a projection used in the wrong place", "q = q_proj(x), k = k_proj(x), "
+                         "v = v_proj(x): each input has its own projection."),
     "missing_module": ("missing or misshapen layer", "q_proj, k_proj, v_proj, o_proj "
                        "(d_model x d_model, no bias) and q_norm, k_norm with a weight of shape "
                        "(head_dim,)."),
 })
 
 
-def _rms(t, g, eps, mean=False):
+def _rms(t, g, eps, mean=False, mode="ok"):
+    """RMSNorm over the last dim of t (-2 for mode "norm_axis"), with one mistake (mode)."""
+    dim = -2 if mode == "norm_axis" else -1
+    if mode == "gain_before_norm":
+        t = t * g
     if mean:
-        t = t - t.mean(-1, keepdim=True)
-    return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + eps) * g
+        t = t - t.mean(dim, keepdim=True)
+    if mode == "l2_norm":
+        t = t / (t.pow(2).sum(dim, keepdim=True) + eps).sqrt()
+    elif mode == "eps_outside_sqrt":
+        t = t / (t.pow(2).mean(dim, keepdim=True).sqrt() + eps)
+    else:
+        t = t * torch.rsqrt(t.pow(2).mean(dim, keepdim=True) + eps)
+    return {"gain_before_norm": t, "gain_one_plus": t * (1 + g)}.get(mode, t * g)
 
 
 def _qk(x, W, gq, gk, H, eps, mode="ok"):
@@ -69,34 +109,45 @@ def _qk(x, W, gq, gk, H, eps, mode="ok"):
     B, T, C = x.shape
     hd = C // H
     Wq, Wk, Wv, Wo = W
-    q, k, v = (x @ w.T for w in (Wq, Wk, Wv))                        # (B, T, C)
+    q, k, v = (x @ w.T for w in (Wq, Wk, Wk if mode == "wrong_projection" else Wv))  # (B, T, C)
     if mode == "norm_whole_projection":
         q, k = _rms(q, gq.repeat(H), eps), _rms(k, gk.repeat(H), eps)
-    q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hd)
+    split = {"split_no_transpose": lambda t: t.reshape(B, H, T, hd),
+             "split_swapped": lambda t: t.view(B, T, hd, H).permute(0, 3, 1, 2)}.get(
+        mode, lambda t: t.view(B, T, H, hd).transpose(1, 2))
+    q, k, v = (split(t) for t in (q, k, v))                              # (B, H, T, hd)
     if mode == "norms_swapped":
         gq, gk = gk, gq
     if mode == "norm_weight_unused":
         gq = gk = torch.ones_like(gq)
     e = {"no_eps": 0.0, "eps_ignored": 1e-6 if eps != 1e-6 else 1e-5}.get(mode, eps)
     layout = "interleaved" if mode == "rope_layout" else "half"
+    base = 1e6 if mode == "rope_base" else 10000.0
 
     def rope(t):
-        return t if mode == "no_rope" else nl.apply_rope(t, layout=layout)
+        return t if mode == "no_rope" else nl.apply_rope(t, layout=layout, base=base)
 
     normed = mode not in ("no_qk_norm", "norm_whole_projection")
     if mode == "norm_after_rope":
         q, k = rope(q), rope(k)
     if normed:
         if mode != "k_only":
-            q = _rms(q, gq, e, mean=mode == "layer_norm")
+            q = _rms(q, gq, e, mean=mode == "layer_norm", mode=mode)
         if mode != "q_only":
-            k = _rms(k, gk, e, mean=mode == "layer_norm")
+            k = _rms(k, gk, e, mean=mode == "layer_norm", mode=mode)
     if mode == "norm_on_v":
         v = _rms(v, torch.ones_like(gk), e)
     if mode != "norm_after_rope":
         q, k = rope(q), rope(k)
-    y = F.scaled_dot_product_attention(q, k, v, is_causal=mode != "sees_future")
-    return y.transpose(1, 2).reshape(B, T, C) @ Wo.T
+    scale = {"no_scaling": 1.0, "scale_head_dim": 1 / hd, "scale_d_model": C ** -0.5}.get(
+        mode, hd ** -0.5)
+    mask = torch.ones(T, T, dtype=torch.bool).tril(-1 if mode == "mask_excludes_self" else 0)
+    y = F.scaled_dot_product_attention(q, k, v, attn_mask=None if mode == "sees_future" else mask,
+                                       scale=scale)
+    if mode == "mask_excludes_self":          # SDPA gives 0 for a row with no key; a softmax, NaN
+        y[..., 0, :] = float("nan")
+    y = y.reshape(B, T, C) if mode == "heads_merged" else y.transpose(1, 2).reshape(B, T, C)
+    return y if mode == "no_o_proj" else y @ Wo.T
 
 
 _MODES = [("norm_after_rope", "norm_after_rope"), ("norm_whole_projection", "norm_whole_projection"),
@@ -104,7 +155,14 @@ _MODES = [("norm_after_rope", "norm_after_rope"), ("norm_whole_projection", "nor
           ("one_side_normed", "k_only"), ("no_eps", "no_eps"), ("eps_ignored", "eps_ignored"),
           ("layer_norm", "layer_norm"), ("norm_weight_unused", "norm_weight_unused"),
           ("norms_swapped", "norms_swapped"), ("no_rope", "no_rope"),
-          ("rope_layout", "rope_layout"), ("sees_future", "sees_future")]
+          ("rope_layout", "rope_layout"), ("sees_future", "sees_future"),
+          ("l2_norm", "l2_norm"), ("eps_outside_sqrt", "eps_outside_sqrt"),
+          ("gain_one_plus", "gain_one_plus"), ("gain_before_norm", "gain_before_norm"),
+          ("norm_axis", "norm_axis"), ("rope_base", "rope_base"),
+          ("mask_excludes_self", "mask_excludes_self"), ("heads_split", "split_no_transpose"),
+          ("heads_split", "split_swapped"), ("heads_merged", "heads_merged"),
+          ("no_scaling", "no_scaling"), ("scale", "scale_head_dim"), ("scale", "scale_d_model"),
+          ("no_o_proj", "no_o_proj"), ("wrong_projection", "wrong_projection")]
 
 
 QK_NORM_MUTANTS = [(key, (lambda x, W, g, H, eps, mode=mode: _qk(x, W, *g, H, eps, mode)))
@@ -159,6 +217,8 @@ def check_qk_norm_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
                 key = "norm_whole_projection" if name in ("q_norm", "k_norm") and \
                     tuple(weight.shape) == (C,) else "missing_module"
                 raise Fail(f"{name}.weight has shape {tuple(weight.shape)}, expected {shape}", key)
+            if name.endswith("proj") and isinstance(getattr(layer, "bias", None), torch.Tensor):
+                raise Fail(f"{name} has a bias", "has_bias")
         W0, g0 = _weights(C, H, seed, dtype)
         W, g = W or W0, g or g0
         m = load_weights(s, m, dict(zip(("q_proj.weight", "k_proj.weight", "v_proj.weight",
@@ -238,4 +298,39 @@ def _probes(s: Session, cls, build) -> list:
         return [randn(C // H, seed=985 + i, dtype=torch.float64, scale=0.5, offset=1.0)
                 for i in range(2)]
 
-    return [invariances, mean]
+    def measured():
+        got = out(W)
+        g = _g()
+        want = _qk(x, W, *g, H, eps)
+        bad = [t for t in range(x.shape[1]) if not same(got[:, t], want[:, t])]
+        if not bad:
+            return None
+        first = out(W)[:, :1]
+        alone = build(C, H, eps, 980, W=W, g=g)[0]
+        one = s.call(alone, x[:, :1])
+        first_ok = isinstance(one, torch.Tensor) and one.shape == first.shape and \
+            same(one.detach().double(), _qk(x[:, :1], W, *g, H, eps))
+        findings = [
+            f"tokens {', '.join(map(str, bad))} of {x.shape[1]} differ from Qwen3's attention "
+            f"(max |error| {float((got - want).abs().max()):.3g})",
+            "a single token alone (no attention to mix) is " + ("right: the error is in the "
+                                                                "scores, the mask or RoPE" if
+                                                                first_ok else "wrong too: the "
+                                                                "error is in the projections, "
+                                                                "the heads or the norms")]
+        return ("cannot_tell", "No known mistake fits. Measured on float64 x (2, 5, 16), 2 heads: "
+                + "; ".join(findings) + ".")
+
+    def causal():
+        x2 = x.clone()
+        x2[:, -1] += randn(C, seed=997, dtype=torch.float64)
+        m, _, _ = build(C, H, eps, 980, W=W)
+        y, y2 = (s.call(m, t) for t in (x, x2))
+        if not all(isinstance(t, torch.Tensor) and t.shape == x.shape for t in (y, y2)):
+            return None
+        if near(y[:, :-1].detach(), y2[:, :-1].detach(), 1e-9, 1e-12):
+            return None
+        return ("sees_future", "Changing the last token changes the outputs of earlier tokens: "
+                "a query sees keys after it. " + QK_NORM_MISTAKES["sees_future"][1].capitalize())
+
+    return [invariances, mean, causal, measured]
