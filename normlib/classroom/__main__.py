@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .grade import Limits, grade_class
 from .link import nbgitpuller_link
+from .sandbox import SandboxUnavailable
 
 
 def main(argv=None) -> int:
@@ -43,7 +44,7 @@ def main(argv=None) -> int:
                         memory_mb=args.memory_mb)
         rows = grade_class(args.submissions, args.out, limits=limits, workers=args.workers,
                            progress=not args.quiet)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, SandboxUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     students = len({r["student"] for r in rows})
@@ -52,6 +53,11 @@ def main(argv=None) -> int:
     print(f"{students} students, {len(rows)} answers: {passed} passed, {len(rows) - passed} "
           f"failed. Most common: {', '.join(f'{c} ({n})' for c, n in codes) or 'none'}. "
           f"Wrote {args.out}/gradebook.csv, results.jsonl, report.html")
+    left = sum(r["code"] == "submission.not_graded" for r in rows)
+    if left:
+        print(f"stopped: {left} answers were not graded (submission.not_graded); the report says "
+              "the run is incomplete", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -1,21 +1,29 @@
-"""The grader's child process: one submission (a student's answer to one exercise), isolated.
+"""Inside one student's sandbox: a server that imported torch and normlib once, and one forked
+process per answer.
 
-The grader forks this from a server that has imported torch and normlib once (multiprocessing's
-forkserver), so a child starts in milliseconds. ``run(conn, job)`` limits the process, runs the
-answer cell and the exercise's checker, and sends one JSON record on ``conn``. See ISOLATION.md for
-what the limits hold.
+The grader starts ``python -I -m normlib.classroom._child`` inside a bubblewrap sandbox of its own
+for each student (normlib/classroom/sandbox.py) and sends it that student's jobs, one at a time, as
+frames on stdin. ``serve`` forks a process per job (milliseconds: torch is already imported), which
+limits itself, runs the answer cell and the exercise's checker (``run``), and sends one JSON record
+back; the server waits at most the job's timeout, kills what the answer left, and passes the record
+on, with the job's nonce, on stdout. Nothing here is trusted: the grader validates every record
+(sandbox.py), and ISOLATION.md says what the sandbox and the limits hold.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import itertools
 import json
 import linecache
 import os
 import resource
+import select
+import shutil
 import signal
 import sys
+import time
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -29,7 +37,9 @@ import normlib.viz  # noqa: E402, F401
 from normlib.exercises import EXERCISES  # noqa: E402
 from normlib.exercises._harness import describe_exception  # noqa: E402
 
-__all__ = ["run", "PREAMBLE", "OutputLimitExceeded"]
+from ._frames import FrameBuffer, encode, read_frame  # noqa: E402
+
+__all__ = ["serve", "run", "PREAMBLE", "OutputLimitExceeded"]
 
 # What every practice notebook's setup cell gives the answer cell (torch, nn, F, math, nl).
 PREAMBLE = ("import math\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
@@ -72,6 +82,8 @@ def _limit(job: dict) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_FSIZE, (job["file_bytes"], job["file_bytes"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    cpu = int(job["timeout"]) + 5                      # a kernel limit besides the server's clock
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     with contextlib.suppress(ValueError, OSError):     # not lowerable everywhere
         resource.setrlimit(resource.RLIMIT_NPROC, (job["processes"], job["processes"]))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)      # an oversize write fails, not the process
@@ -79,7 +91,7 @@ def _limit(job: dict) -> None:
 
 def _isolate(job: dict) -> None:
     """An empty working directory, a clean environment, its own process group, output to a file."""
-    os.setsid()                                        # the grader kills the whole group
+    os.setsid()                                        # the server kills the whole group
     os.chdir(job["workdir"])
     os.environ.clear()
     os.environ.update({"PATH": "/usr/bin:/bin", "HOME": job["workdir"], "LANG": "C.UTF-8",
@@ -172,8 +184,8 @@ def _from_result(result, key: str) -> dict:
     return record
 
 
-def run(conn, job: dict) -> None:
-    """The child's entry point: isolate, limit, grade, send one JSON record, exit."""
+def run(fd: int, job: dict) -> None:
+    """One answer's process (forked by ``serve``): isolate, limit, grade, send one frame, exit."""
     try:
         _isolate(job)
         _limit(job)
@@ -184,6 +196,122 @@ def run(conn, job: dict) -> None:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     record["cpu_seconds"] = round(usage.ru_utime + usage.ru_stime, 3)
     try:
-        conn.send_bytes(json.dumps(record, ensure_ascii=False).encode())
+        data = encode(record)
+        while data:
+            data = data[os.write(fd, data):]
     finally:
         os._exit(0)
+
+
+def _kill_the_rest() -> None:
+    """Every process of this sandbox but its init (pid 1) and this server: what an answer started
+    (a subprocess in a session of its own included) ends with the answer."""
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in (1, me):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(name), signal.SIGKILL)
+
+
+def _status(status: int) -> dict:
+    """Why a child that sent no record ended."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        name = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
+        return {"passed": False, "code": "submission.crashed",
+                "message": f"the process died of {name} before the checker finished (the "
+                           "system's memory killer, a crash, or the answer's own kill)"}
+    return {"passed": False, "code": "submission.crashed",
+            "message": f"the process exited with status {os.waitstatus_to_exitcode(status)} "
+                       "before the checker finished (os._exit or a crash)"}
+
+
+def _answer_once(job: dict, workdir: str) -> dict:
+    """Fork one answer's process, wait for its record (at most ``timeout`` seconds), then end every
+    process it left."""
+    os.mkdir(workdir, 0o700)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                           # the answer's process: only its own pipe stays open
+        os.close(r)
+        os.closerange(3, w)
+        os.closerange(w + 1, 1024)
+        run(w, {**job, "workdir": workdir})
+    os.close(w)
+    deadline = time.monotonic() + job["timeout"]
+    frames, record = FrameBuffer(), None
+    try:
+        while record is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                record = {"passed": False, "code": "submission.timeout",
+                          "message": f"killed after {job['timeout']:g} s (wall clock): an endless "
+                                     "loop outside any function, or far too slow"}
+                break
+            if not select.select([r], [], [], left)[0]:
+                continue
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            got = frames.feed(chunk)
+            if got:
+                record = json.loads(got[0].decode("utf-8"))
+    except (ValueError, OSError, RecursionError, MemoryError) as exc:
+        record = {"passed": False, "code": "submission.tampered",
+                  "message": f"the answer's process sent a malformed record "
+                             f"({type(exc).__name__})"}
+    finally:
+        os.close(r)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        _kill_the_rest()
+        _, status = os.waitpid(pid, 0)
+    if not isinstance(record, dict):
+        record = _status(status)
+    if not record.get("output"):
+        with contextlib.suppress(OSError), open(os.path.join(workdir, "output.txt"), "rb") as f:
+            record["output"] = f.read(OUTPUT_KEPT).decode("utf-8", "replace")
+    shutil.rmtree(workdir, ignore_errors=True)
+    return record
+
+
+def serve(argv: list[str] | None = None) -> None:
+    """The sandbox's server (``python -I -m normlib.classroom._child``): it has imported torch and
+    normlib once; for each job frame on stdin it forks the answer's process and writes the record
+    frame, with the job's nonce, on stdout. One student's answers, one at a time."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="normlib.classroom._child")
+    parser.add_argument("--path", action="append", default=[], help="prepend to sys.path")
+    parser.add_argument("--preload", action="append", default=[], help="import once")
+    args = parser.parse_args(argv)
+    sys.path[:0] = args.path
+    for module in args.preload:
+        __import__(module)
+    jobs_in, records_out = os.dup(0), os.dup(1)     # the protocol; 0, 1 and 2 go nowhere
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+
+    def send(message: dict) -> None:
+        data = encode(message)
+        while data:
+            data = data[os.write(records_out, data):]
+
+    send({"ready": True})
+    for n in itertools.count():
+        job = read_frame(jobs_in)
+        if job is None:
+            return
+        record = _answer_once(job, f"/tmp/answer-{n}")
+        record["nonce"] = job["nonce"]
+        try:
+            send(record)
+        except ValueError:                 # larger than a frame: the grader flags it
+            send({"nonce": job["nonce"], "passed": False, "code": "submission.tampered",
+                  "message": "the record was larger than a frame"})
+
+
+if __name__ == "__main__":
+    serve()

@@ -1,39 +1,47 @@
-"""Grade a class: every student's practice notebooks, each answer in its own limited process.
+"""Grade a class: every student's practice notebooks, each student's answers in a sandbox of their own.
 
     python -m normlib.classroom grade SUBMISSIONS --out OUT
 
 SUBMISSIONS holds one folder per student (the folder's name is the student id) with the practice
 notebooks as ``make exercises`` copies them (``01_layer_norm.ipynb`` ...; the Chinese edition in
-``zh/``). For each exercise the class handed in, each student's answer cell runs with the
-exercise's checker in a child process (forked from a server that imported torch once; one per
-core at a time), limited in time, memory, file size, processes and output (see ISOLATION.md).
-The records go to ``OUT/gradebook.csv``, ``OUT/results.jsonl`` and ``OUT/report.html``.
+``zh/``). The grader reads each notebook as data (never following a symbolic link, every size
+capped), picks the answer cell, and sends the answers to the student's sandbox (sandbox.py:
+bubblewrap namespaces; inside, a process per answer runs it with the exercise's checker, limited in
+time, memory, file size and output). It validates every record that comes back, appends each row
+to ``OUT/results.jsonl`` as it is graded, and writes ``OUT/gradebook.csv`` and ``OUT/report.html``
+at the end, or when it is stopped (Ctrl-C, SIGTERM), with what was graded. ISOLATION.md says what
+this holds.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import json
-import multiprocessing as mp
 import os
-import shutil
+import selectors
 import signal
-import tempfile
+import stat
+import subprocess
+import threading
 import time
 from collections import deque
 from dataclasses import asdict, dataclass
-from multiprocessing.connection import wait
 from pathlib import Path
 
 from normlib.exercises import EXERCISES
 
-__all__ = ["Limits", "find_submissions", "run_items", "grade_class", "ROOT"]
+from .flags import fingerprint, flags
+from .sandbox import Sandbox, SandboxUnavailable, bwrap_command, checked_record
+
+__all__ = ["Limits", "find_submissions", "run_items", "grade_class", "student_id", "ROOT"]
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = {Path(e.notebook).stem: e for e in EXERCISES.values()}     # "01_layer_norm": Exercise
 MAX_NOTEBOOK_BYTES = 20 * 2**20
-MAX_RECORD_BYTES = 2**20
+MAX_ANSWER_CHARS = 200_000       # a real answer cell is a few thousand characters
+MAX_BEFORE_CHARS = 2_000_000     # the cells before it that the child replays the imports of
 
 
 @dataclass(frozen=True)
@@ -61,39 +69,73 @@ def _row(student, stem, edition, notebook, code, message) -> dict:
             "checks": [], "output": ""}
 
 
+def student_id(name: str) -> str:
+    """A folder's name as the gradebook's student id: a name that is not UTF-8 (an LMS zip made
+    elsewhere) keeps its bytes as \\x.. escapes instead of failing the run when it is written."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _read_notebook(path: Path) -> list[dict]:
-    """The notebook's code cells ({id, source}); ValueError with a one-line reason otherwise."""
-    if path.stat().st_size > MAX_NOTEBOOK_BYTES:
-        raise ValueError(f"{path.name} is larger than {MAX_NOTEBOOK_BYTES // 2**20} MB")
+    """The notebook's code cells ({id, source}); ValueError with a one-line reason otherwise. Reads
+    a regular file only, never through a symbolic link (O_NOFOLLOW), never waiting on a FIFO."""
     try:
-        nb = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path.name} is not a notebook (not JSON: {exc})") from None
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise ValueError(f"{path.name} cannot be opened ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{path.name} is not a regular file")
+        if info.st_size > MAX_NOTEBOOK_BYTES:
+            raise ValueError(f"{path.name} is larger than {MAX_NOTEBOOK_BYTES // 2**20} MB")
+        data = f.read(MAX_NOTEBOOK_BYTES + 1)
+    try:
+        nb = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError, MemoryError) as exc:
+        raise ValueError(f"{path.name} is not a notebook (not JSON: "
+                         f"{type(exc).__name__}: {str(exc)[:200]})") from None
     cells = nb.get("cells") if isinstance(nb, dict) else None
     if not isinstance(cells, list):
         raise ValueError(f"{path.name} is not a notebook (no list of cells)")
     out = []
-    for cell in cells:
-        if isinstance(cell, dict) and cell.get("cell_type") == "code":
-            source = cell.get("source", "")
-            source = "".join(source) if isinstance(source, list) else str(source)
-            out.append({"id": cell.get("id"), "source": source})
+    for i, cell in enumerate(cells):
+        if not (isinstance(cell, dict) and cell.get("cell_type") == "code"):
+            continue
+        source, cell_id = cell.get("source", ""), cell.get("id")
+        if isinstance(source, list) and all(isinstance(line, str) for line in source):
+            source = "".join(source)
+        if not isinstance(source, str):
+            raise ValueError(f"{path.name}: code cell {i} has a source that is neither text nor "
+                             "a list of lines")
+        if cell_id is not None and not isinstance(cell_id, str):
+            raise ValueError(f"{path.name}: code cell {i} has an id that is not text")
+        out.append({"id": cell_id, "source": source})
     return out
 
 
-def _answer_ids(stem: str) -> set:
-    """Ids of the answer cells in the collection's practice notebook (empty without the repo)."""
-    path = ROOT / "notebooks" / "exercises" / f"{stem}.ipynb"
-    try:
-        return {c["id"] for c in _read_notebook(path) if "raise NotImplementedError" in c["source"]}
-    except (OSError, ValueError):
-        return set()
+@functools.cache
+def _practice_cells(stem: str) -> tuple[frozenset, frozenset]:
+    """(ids of the answer cells, texts of every code cell) of the collection's practice notebook,
+    both editions (empty without the repository)."""
+    ids, texts = set(), set()
+    for folder in (ROOT / "notebooks" / "exercises", ROOT / "notebooks" / "zh" / "exercises"):
+        try:
+            cells = _read_notebook(folder / f"{stem}.ipynb")
+        except ValueError:
+            continue
+        ids |= {c["id"] for c in cells if "raise NotImplementedError" in c["source"]}
+        texts |= {c["source"] for c in cells}
+    return frozenset(ids), frozenset(texts)
 
 
 def _defines(source: str, name: str) -> bool:
+    """Whether the cell defines ``name`` at top level; parsed only when the name is in it and the
+    cell is not larger than an answer can be."""
+    if name not in source or len(source) > MAX_ANSWER_CHARS:
+        return False
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
@@ -107,7 +149,7 @@ def _defines(source: str, name: str) -> bool:
     return False
 
 
-def _answer(cells: list[dict], ids: set, name: str) -> int | None:
+def _answer(cells: list[dict], ids: frozenset, name: str) -> int | None:
     """Index of the answer cell: the one with the practice notebook's answer-cell id, unless it no
     longer defines ``name`` and a later cell does (the last such cell wins, as in Run All)."""
     by_id = next((i for i, c in enumerate(cells) if c["id"] in ids), None)
@@ -117,210 +159,324 @@ def _answer(cells: list[dict], ids: set, name: str) -> int | None:
     return defining[-1] if defining else None
 
 
+SYMLINK = ("{what} is a symbolic link: the grader reads only files in the student's own folder "
+           "(gather submissions with a copy, e.g. rsync -a --no-links, never with links)")
+
+
+def _entries(folder: Path) -> list[os.DirEntry]:
+    with os.scandir(folder) as it:
+        return sorted(it, key=lambda e: e.name)
+
+
 def find_submissions(root: Path) -> tuple[list[str], list[str], list[dict]]:
     """(students, exercise stems handed in, one item per student and stem): each item is either a
-    job for a child (``answer`` set) or a finished row (``code`` set)."""
+    job for a sandbox (``answer`` set) or a finished row (``code`` set). Symbolic links are never
+    followed: a student folder, a ``zh`` folder or a notebook that is a link gives that student a
+    ``submission.symlink`` row."""
     root = Path(root)
-    students = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-    found = {}
-    for student in students:
-        for edition, folder in (("en", root / student), ("zh", root / student / "zh")):
-            for path in sorted(folder.glob("*.ipynb")) if folder.is_dir() else ():
-                if path.stem in NOTEBOOKS and path.is_file():
-                    found.setdefault((student, path.stem), []).append((edition, path))
+    folders, refused = {}, {}                   # student id -> folder; id -> why it is refused
+    for entry in _entries(root):
+        if entry.name.startswith("."):
+            continue
+        student = student_id(entry.name)
+        if entry.is_symlink():
+            refused[student] = SYMLINK.format(what=f"the folder {student}")
+        elif entry.is_dir(follow_symlinks=False):
+            folders[student] = Path(entry.path)
+    found: dict[tuple[str, str], list] = {}
+    for student, folder in folders.items():
+        try:
+            places = [("en", folder, _entries(folder))]
+            zh = folder / "zh"
+            if zh.is_symlink():
+                refused[student] = SYMLINK.format(what=f"{student}/zh")
+            elif zh.is_dir():
+                places.append(("zh", zh, _entries(zh)))
+        except OSError as exc:
+            refused[student] = f"the folder cannot be read ({exc.strerror})"
+            continue
+        for edition, _, entries in places:
+            for entry in entries:
+                stem = entry.name[:-len(".ipynb")] if entry.name.endswith(".ipynb") else None
+                if stem in NOTEBOOKS:
+                    found.setdefault((student, stem), []).append((edition, Path(entry.path)))
+    students = sorted({*folders, *refused})
     stems = sorted({stem for _, stem in found})
     items = []
     for student in students:
         for stem in stems:
-            items.append(_item(root, student, stem, found.get((student, stem), [])))
+            if student in refused:
+                code = "submission.symlink" if "symbolic link" in refused[student] else \
+                    "submission.unreadable"
+                items.append(_row(student, stem, "en", "", code, refused[student]))
+            else:
+                items.append(_item(folders[student], student, stem, found.get((student, stem), [])))
     return students, stems, items
 
 
-def _item(root: Path, student: str, stem: str, copies: list) -> dict:
+def _item(folder: Path, student: str, stem: str, copies: list) -> dict:
     exercise = NOTEBOOKS[stem]
     if not copies:
         return _row(student, stem, "en", "", "submission.no_answer",
                     f"no {stem}.ipynb in the student's folder")
-    ids, candidates, problems = _answer_ids(stem), [], []
+    (ids, given), candidates, problems = _practice_cells(stem), [], []
     for edition, path in copies:
-        notebook = path.relative_to(root / student).as_posix()
+        notebook = student_id(path.relative_to(folder).as_posix())
+        if path.is_symlink():
+            problems.append(_row(student, stem, edition, notebook, "submission.symlink",
+                                 SYMLINK.format(what=notebook)))
+            continue
         try:
             cells = _read_notebook(path)
+            i = _answer(cells, ids, exercise.name)
         except ValueError as exc:
             problems.append(_row(student, stem, edition, notebook, "submission.not_json", str(exc)))
             continue
-        i = _answer(cells, ids, exercise.name)
+        except (RecursionError, MemoryError) as exc:
+            problems.append(_row(student, stem, edition, notebook, "submission.not_json",
+                                 f"{notebook} could not be read ({type(exc).__name__})"))
+            continue
         if i is None:
             problems.append(_row(student, stem, edition, notebook, "submission.no_answer",
                                  f"no cell of {notebook} defines {exercise.name}"))
             continue
-        worked = "raise NotImplementedError" not in cells[i]["source"]
+        answer = cells[i]["source"]
+        if len(answer) > MAX_ANSWER_CHARS:
+            problems.append(_row(student, stem, edition, notebook, "submission.too_large",
+                                 f"the answer cell is {len(answer):,} characters long (at most "
+                                 f"{MAX_ANSWER_CHARS:,})"))
+            continue
+        before, size = [], 0
+        for c in cells[:i]:
+            if "import" in c["source"] and size + len(c["source"]) <= MAX_BEFORE_CHARS:
+                before.append(c["source"])
+                size += len(c["source"])
+        worked = "raise NotImplementedError" not in answer
         candidates.append((worked, path.stat().st_mtime, edition == "en", {
             "student": student, "exercise": exercise.key, "stem": stem, "edition": edition,
-            "notebook": notebook, "answer": cells[i]["source"],
-            "before": [c["source"] for c in cells[:i]]}))
+            "notebook": notebook, "answer": answer, "before": before,
+            "flags": flags(answer, "\n".join(c for c in before if c not in given)),
+            "sha256": fingerprint(answer)}))
     if not candidates:
         return problems[0]
     # the edition the student worked in; both: the one saved last; a tie: English
     return max(candidates, key=lambda c: c[:3])[3]
 
 
-# Modules the server imports once before it forks the children (torch, normlib, matplotlib come
-# with the first); set before the first grading of the process.
-PRELOAD = ["normlib.classroom._child"]
+class _Lane:
+    """One student's jobs and the sandbox that runs them (a new one after a crash or a timeout)."""
+
+    def __init__(self, student: str, queue: deque):
+        self.student, self.queue = student, queue
+        self.sandbox: Sandbox | None = None
+        self.failed_starts = 0
 
 
-def _context():
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)
-    return ctx
+def _finished(item: dict, record: dict, started: float) -> dict:
+    row = _row(item["student"], item["stem"], item["edition"], item["notebook"], None, "")
+    row.update({k: record[k] for k in ("passed", "code", "message", "message_zh", "checks",
+                                       "output") if k in record})
+    row["output"] = row["output"] or ""
+    row["seconds"] = round(time.monotonic() - started, 2)      # wall clock, from the job's start
+    row["cpu_seconds"] = record.get("cpu_seconds")
+    row["flags"], row["sha256"] = item["flags"], item["sha256"]
+    if row["code"] == "submission.tampered":
+        row["flags"] = [*row["flags"], "the sandbox returned a record the grader refused"]
+    return row
 
 
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-class _Running:
-    def __init__(self, ctx, item: dict, limits: Limits):
-        from . import _child
-        self.item, self.limits = item, limits
-        self.workdir = tempfile.mkdtemp(prefix="normlib-grade-")
-        self.conn, child_end = ctx.Pipe(duplex=False)
-        job = {**item, **asdict(limits), "workdir": self.workdir, "notebook": item["notebook"]}
-        self.process = ctx.Process(target=_child.run, args=(child_end, job))
-        try:
-            self.process.start()
-        except BaseException:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self.conn.close()
-            raise
-        finally:
-            child_end.close()
-        # The timeout and the row's seconds count from the child's start: start() also starts the
-        # server the first time (or after a submission killed it), importing torch, which is not
-        # the submission's time.
-        self.started = time.monotonic()
-        self.deadline = self.started + limits.timeout
-
-    def finish(self, record: dict) -> dict:
-        """Kill what is left of the submission's processes, clean up, and the row."""
-        self.process.join(1.0)
-        _kill_group(self.process.pid)
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join()
-        output = record.get("output") or self._output()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-        self.conn.close()
-        item = self.item
-        row = _row(item["student"], item["stem"], item["edition"], item["notebook"], None, "")
-        row.update({k: record[k] for k in ("passed", "code", "message", "message_zh", "checks")
-                    if k in record})
-        row["output"] = output
-        row["seconds"] = round(time.monotonic() - self.started, 2)      # wall clock
-        row["cpu_seconds"] = record.get("cpu_seconds")
-        return row
-
-    def _output(self) -> str:
-        with contextlib.suppress(OSError):
-            with open(os.path.join(self.workdir, "output.txt"), "rb") as f:
-                return f.read(2000).decode("utf-8", "replace")
-        return ""
-
-    def ended(self) -> dict:
-        """The child ended: its record, or why there is none."""
-        if self.conn.poll():
-            try:
-                data = self.conn.recv_bytes(MAX_RECORD_BYTES)
-                record = json.loads(data.decode("utf-8"))
-                if isinstance(record, dict) and isinstance(record.get("passed"), bool):
-                    return self.finish(record)
-            except (EOFError, OSError, ValueError):
-                pass
-        self.process.join(1.0)
-        code = self.process.exitcode
-        if code is not None and code < 0:
-            name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-            if -code == signal.SIGKILL:
-                return self.finish({"passed": False, "code": "submission.memory",
-                                    "message": "killed by the system (SIGKILL), most likely for "
-                                               "using too much memory"})
-            return self.finish({"passed": False, "code": "submission.crashed",
-                                "message": f"the process died of {name}"})
-        return self.finish({"passed": False, "code": "submission.crashed",
-                            "message": f"the process exited with status {code} before the "
-                                       "checker finished (os._exit or a crash)"})
-
-    def timed_out(self) -> dict:
-        _kill_group(self.process.pid)
-        return self.finish({"passed": False, "code": "submission.timeout",
-                            "message": f"killed after {self.limits.timeout:g} s (wall clock): "
-                                       "an endless loop outside any function, or far too slow"})
-
-
-def _start(ctx, item: dict, limits: Limits) -> _Running:
-    """A running child for ``item``. A submission can kill the server the children are forked from
-    (it is their parent); multiprocessing starts a new one when it finds it dead, which may take a
-    moment to show: try again."""
-    for attempt in range(2):
-        try:
-            return _Running(ctx, item, limits)
-        except (EOFError, OSError):
-            time.sleep(0.5 * (attempt + 1))
-    return _Running(ctx, item, limits)
+def _failure(item: dict, code: str, message: str, started: float | None = None) -> dict:
+    return _finished(item, {"passed": False, "code": code, "message": message},
+                     started if started is not None else time.monotonic())
 
 
 def run_items(items: list[dict], limits: Limits, *, workers: int | None = None,
-              progress: bool = True) -> list[dict]:
-    """Every item's row, in the items' order: finished rows as they are, jobs run in children,
-    ``workers`` at a time (default: every core this process may use)."""
+              progress: bool = True, command: list[str] | None = None, on_row=None,
+              stop=None) -> tuple[list[dict], bool]:
+    """(every item's row in the items' order, whether all were graded): finished rows as they
+    are, jobs in one sandbox per student (``command``: sandbox.bwrap_command()), ``workers``
+    sandboxes at a time (default: every core this process may use). ``on_row(row)`` is called as
+    each job's row is ready; ``stop()`` returning True ends the run: every sandbox is killed and
+    the jobs left get ``submission.not_graded``."""
     from tqdm import tqdm
+
+    from normlib.exercises.codes import registry
 
     workers = workers or len(os.sched_getaffinity(0))
     if workers < 1:
         raise ValueError(f"run_items: workers must be >= 1, got {workers}")
+    command = command or bwrap_command()
+    known = set(registry())
     rows: list[dict | None] = [None if "answer" in item else item for item in items]
-    pending = deque(i for i, item in enumerate(items) if "answer" in item)
-    running: dict[int, _Running] = {}
-    ctx = _context() if pending else None
+    by_student: dict[str, deque] = {}
+    for i, item in enumerate(items):
+        if "answer" in item:
+            by_student.setdefault(item["student"], deque()).append(i)
+    waiting = deque(_Lane(s, q) for s, q in by_student.items())
+    active: list[_Lane] = []
+    job = asdict(limits)
+    selector = selectors.DefaultSelector()
+
+    def done(i: int, row: dict) -> None:
+        rows[i] = row
+        bar.update(1)
+        if on_row is not None:
+            on_row(row)
+
+    def close(lane: _Lane) -> None:
+        with contextlib.suppress(KeyError, ValueError):
+            selector.unregister(lane.sandbox)
+        lane.sandbox.kill()
+        lane.sandbox = None
+
+    def start(lane: _Lane) -> None:
+        lane.sandbox = Sandbox(command)
+        selector.register(lane.sandbox, selectors.EVENT_READ)
+
+    def end_job(lane: _Lane, code: str, message: str) -> None:
+        """The job in flight ends as ``code``; the sandbox is killed (a new one takes the next)."""
+        i = lane.queue.popleft()
+        done(i, _failure(items[i], code, message, lane.sandbox.job["started"]))
+        close(lane)
+
     with tqdm(total=len(items), disable=not progress, unit="answer", desc="grading") as bar:
-        bar.update(len(items) - len(pending))
-        while pending or running:
-            while pending and len(running) < workers:
-                i = pending.popleft()
-                try:
-                    running[i] = _start(ctx, items[i], limits)
-                except (EOFError, OSError) as exc:
-                    rows[i] = _row(items[i]["student"], items[i]["stem"], items[i]["edition"],
-                                   items[i]["notebook"], "submission.error",
-                                   f"the grader could not start a process for it: {exc!r}")
-                    bar.update(1)
-            if not running:
-                continue
-            now = time.monotonic()
-            soonest = min(r.deadline for r in running.values())
-            # A child's pipe is readable when it sent its record or ended (EOF). Not the process
-            # sentinels: those come from the server, and read as ended if a submission kills it.
-            ready = set(wait([r.conn for r in running.values()],
-                             timeout=max(0.0, soonest - now)))
-            for i, r in list(running.items()):
-                if r.conn in ready:
-                    rows[i] = r.ended()
-                elif time.monotonic() > r.deadline:
-                    rows[i] = r.timed_out()
-                else:
+        bar.update(sum(r is not None for r in rows))
+        try:
+            while (waiting or active) and not (stop and stop()):
+                while waiting and len(active) < workers:
+                    active.append(waiting.popleft())
+                for lane in list(active):
+                    if not lane.queue:
+                        if lane.sandbox is not None:
+                            close(lane)
+                        active.remove(lane)
+                    elif lane.sandbox is None:
+                        if lane.failed_starts >= 2:         # this machine cannot start it: say so
+                            while lane.queue:
+                                i = lane.queue.popleft()
+                                done(i, _failure(items[i], "submission.sandbox",
+                                                 "the grader could not start a sandbox for this "
+                                                 "student (twice)"))
+                            continue
+                        start(lane)
+                    elif lane.sandbox.ready and lane.sandbox.job is None:
+                        item = items[lane.queue[0]]
+                        lane.sandbox.send(item, {**job, "exercise": item["exercise"],
+                                                 "notebook": item["notebook"],
+                                                 "answer": item["answer"],
+                                                 "before": item["before"]})
+                    elif lane.sandbox.outbox:
+                        lane.sandbox.flush()
+                lanes = [lane for lane in active if lane.sandbox is not None]
+                if not lanes:
                     continue
-                del running[i]
-                bar.update(1)
-    return rows
+                soonest = min(lane.sandbox.deadline for lane in lanes)
+                ready = {key.fileobj for key, _ in
+                         selector.select(max(0.0, min(0.25, soonest - time.monotonic())))}
+                for lane in lanes:
+                    sb = lane.sandbox
+                    if sb in ready:
+                        _read(lane, sb, end_job, close, done, items, known)
+                    if lane.sandbox is not None and time.monotonic() > lane.sandbox.deadline:
+                        if lane.sandbox.job is None:         # never became ready
+                            lane.failed_starts += 1
+                            close(lane)
+                        else:
+                            end_job(lane, "submission.timeout",
+                                    f"killed after {limits.timeout:g} s (wall clock): an endless "
+                                    "loop outside any function, or far too slow")
+        finally:
+            for lane in active:
+                if lane.sandbox is not None:
+                    close(lane)
+            selector.close()
+    complete = all(r is not None for r in rows)
+    for i, r in enumerate(rows):
+        if r is None:
+            rows[i] = _failure(items[i], "submission.not_graded",
+                               "the run was stopped before this answer was graded")
+    return rows, complete
+
+
+def _read(lane: _Lane, sb: Sandbox, end_job, close, done, items, known) -> None:
+    """Whatever the sandbox sent: its ready signal, the record of the job in flight, or the end."""
+    try:
+        frames, closed = sb.read()
+    except ValueError as exc:
+        frames, closed = [], True
+        if sb.job is not None:
+            end_job(lane, "submission.tampered", str(exc))
+            return
+    for data in frames:
+        if not sb.ready:
+            sb.ready = data == b'{"ready": true}'
+            if not sb.ready:
+                lane.failed_starts += 1
+                close(lane)
+                return
+            lane.failed_starts, sb.deadline = 0, float("inf")
+            continue
+        if sb.job is None:                       # a record nobody asked for
+            close(lane)
+            return
+        item = items[lane.queue[0]]
+        try:
+            record = checked_record(data, sb.job["nonce"], item["exercise"], known)
+        except ValueError as exc:
+            end_job(lane, "submission.tampered", f"the grader refused the record: {exc}")
+            return
+        i = lane.queue.popleft()
+        done(i, _finished(item, record, sb.job["started"]))
+        sb.job = None
+        sb.deadline = float("inf")
+    if closed and lane.sandbox is not None:
+        if sb.job is not None:
+            end_job(lane, "submission.crashed", "the sandbox ended before the record came back "
+                    "(the answer killed its server, or crashed it)")
+        else:
+            if not sb.ready:
+                lane.failed_starts += 1
+            close(lane)
+
+
+def _check_sandbox(command: list[str]) -> None:
+    """SandboxUnavailable, with bubblewrap's own words, when a sandbox cannot start here."""
+    probe = command[:command.index("-m")] + ["-c", "import normlib.classroom._frames"]
+    try:
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=60, env={})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SandboxUnavailable(f"grade: bubblewrap could not start a sandbox: {exc}") from None
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise SandboxUnavailable(f"grade: bubblewrap could not start a sandbox here: {why}")
+
+
+@contextlib.contextmanager
+def _stop_on_signals():
+    """Ctrl-C, SIGTERM or SIGHUP set a flag the grading loop reads; it then kills every sandbox
+    and writes what was graded. Outside the main thread, nothing is installed."""
+    pressed = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield pressed.is_set
+        return
+    names = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    old = {s: signal.signal(s, lambda *_: pressed.set()) for s in names}
+    try:
+        yield pressed.is_set
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
 
 
 def grade_class(submissions: Path, out: Path, *, limits: Limits = Limits(),
-                workers: int | None = None, progress: bool = True) -> list[dict]:
+                workers: int | None = None, progress: bool = True, extra_paths=(),
+                preload=()) -> list[dict]:
     """Grade every student in ``submissions`` and write OUT/gradebook.csv, results.jsonl and
-    report.html; returns the rows (one per student and exercise handed in by the class)."""
-    from .report import write_all
+    report.html (0600, in a 0700 folder); returns the rows (one per student and exercise handed in
+    by the class). Stopped by a signal, it writes what was graded, the rest marked
+    ``submission.not_graded``, and the report says the run is incomplete. ``extra_paths`` and
+    ``preload`` (folders the sandboxes also see, modules they import once) are for tests."""
+    from .report import private_folder, write_all
 
     submissions, out = Path(submissions), Path(out)
     if not submissions.is_dir():
@@ -334,6 +490,19 @@ def grade_class(submissions: Path, out: Path, *, limits: Limits = Limits(),
     if not stems:
         raise ValueError(f"grade: no practice notebook (01_layer_norm.ipynb ...) in any student "
                          f"folder of {submissions}")
-    rows = run_items(items, limits, workers=workers, progress=progress)
-    write_all(rows, out)
+    command = bwrap_command(exclude=[submissions, out], extra_paths=list(extra_paths),
+                            preload=list(preload))
+    _check_sandbox(command)
+    private_folder(out)
+    live = os.open(out / "results.jsonl", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW,
+                   0o600)
+    with _stop_on_signals() as stop, os.fdopen(live, "w", encoding="utf-8") as f:
+
+        def append(row: dict) -> None:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            f.flush()
+
+        rows, complete = run_items(items, limits, workers=workers, progress=progress,
+                                   command=command, on_row=append, stop=stop)
+    write_all(rows, out, complete=complete)
     return rows

@@ -2,6 +2,8 @@
 
 Everything a student wrote (their id, their error messages, what their code printed) is
 HTML-escaped; the page makes no outside request (inline CSS and SVG, no script, no web font).
+Every text cell of gradebook.csv that a spreadsheet would read as a formula is neutralised. The
+files are the lecturer's alone: 0600, in a folder made 0700.
 """
 
 from __future__ import annotations
@@ -9,12 +11,14 @@ from __future__ import annotations
 import csv
 import html
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
 from normlib.exercises import EXERCISES
 
-__all__ = ["write_all", "write_gradebook", "write_results", "write_report", "LESSONS", "one_line"]
+__all__ = ["write_all", "write_gradebook", "write_results", "write_report", "LESSONS", "one_line",
+           "private_folder"]
 
 COLUMNS = ["student", "exercise", "passed", "code", "message"]
 KEYS = {Path(e.notebook).stem: e for e in EXERCISES.values()}
@@ -55,22 +59,37 @@ pre {{ background: #f6f6f6; padding: .5em; white-space: pre-wrap; overflow-wrap:
 
 
 def one_line(text) -> str:
-    """A message as one line, safe to open in a spreadsheet (no leading = + - @)."""
+    """Text as one line (tabs and line breaks folded to spaces), safe to open in a spreadsheet: a
+    cell that starts with = + - @ gets a leading apostrophe."""
     line = " ".join(str(text or "").split())
     return "'" + line if line[:1] in ("=", "+", "-", "@") else line
 
 
+def private_folder(out: Path) -> None:
+    """``out`` created if needed, and made 0700: the grades are the lecturer's alone."""
+    out.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(out, 0o700)
+
+
+def _private(path: Path, **kwargs):
+    """``path`` opened for writing as 0600 (an existing file too), never through a link."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "w", encoding="utf-8", **kwargs)
+
+
 def write_gradebook(rows: list[dict], path: Path) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with _private(path, newline="") as f:
         writer = csv.writer(f)
         writer.writerow(COLUMNS)
         for r in rows:
-            writer.writerow([r["student"], r["exercise"], "true" if r["passed"] else "false",
-                             "" if r["passed"] else (r["code"] or ""), one_line(r["message"])])
+            writer.writerow([one_line(r["student"]), one_line(r["exercise"]),
+                             "true" if r["passed"] else "false",
+                             "" if r["passed"] else one_line(r["code"]), one_line(r["message"])])
 
 
 def write_results(rows: list[dict], path: Path) -> None:
-    with open(path, "w", encoding="utf-8") as f:
+    with _private(path) as f:
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
 
@@ -110,9 +129,31 @@ def _anchor(heading: str) -> str:
     return heading.replace(" ", "-")
 
 
-def write_report(rows: list[dict], path: Path, lessons_url: str = "../notebooks") -> None:
+def _needs_a_look(rows: list[dict]) -> list[str]:
+    """The report's section on answers whose text or record suggests tampering (flags.py)."""
+    flagged = [r for r in rows if r.get("flags")]
+    if not flagged:
+        return []
+    out = ["<h2>Needs a look · 需要人工查看</h2>",
+           "<p>An answer runs beside the checker that judges it, so it could forge its own row "
+           "(never another student's: ISOLATION.md). These answers use what such an attempt "
+           "needs, or sent a record the grader refused; read them before trusting their rows. "
+           "A flag is not a verdict. · 这些答案用到了伪造自身结果所需的手段，或返回了评分程序拒收的"
+           "记录：请先读代码再采信其结果。标记不等于判定。</p>",
+           "<table><tr><th>student</th><th>exercise</th><th>result</th><th>why</th></tr>"]
+    for r in flagged:
+        result = "passed" if r["passed"] else r["code"]
+        out.append(f"<tr><td>{_e(r['student'])}</td><td>{_e(r['exercise'])}</td>"
+                   f"<td><code>{_e(result)}</code></td><td>{_e('; '.join(r['flags']))}</td></tr>")
+    out.append("</table>")
+    return out
+
+
+def write_report(rows: list[dict], path: Path, lessons_url: str = "../notebooks",
+                 complete: bool = True) -> None:
     """report.html: per exercise a chart of the class's mistakes with their explanations (English
-    and Chinese) and the lesson section that teaches them; then one section per student."""
+    and Chinese) and the lesson section that teaches them; the answers that need a look; then one
+    section per student. An incomplete run says so at the top."""
     students = sorted({r["student"] for r in rows})
     stems = sorted({r["exercise"] for r in rows})
     sid = {s: f"student-{i}" for i, s in enumerate(students)}
@@ -122,6 +163,11 @@ def write_report(rows: list[dict], path: Path, lessons_url: str = "../notebooks"
            "<h1>Class report · 班级报告</h1>",
            f"<p>{len(students)} students · {len(stems)} exercises · "
            f"{sum(r['passed'] for r in rows)} of {len(rows)} answers passed.</p>"]
+    if not complete:
+        left = sum(r["code"] == "submission.not_graded" for r in rows)
+        out.append(f'<p class="fail"><strong>Incomplete · 未完成</strong>: the run was stopped; '
+                   f"{left} answers were not graded (<code>submission.not_graded</code>). "
+                   f"· 评分被中止，{left} 份答案未评分。</p>")
     out.append("<h2>Exercises · 练习</h2><table><tr><th>exercise</th><th>passed</th>"
                "<th>most common mistake</th></tr>")
     by_stem = {s: [r for r in rows if r["exercise"] == s] for s in stems}
@@ -156,6 +202,7 @@ def write_report(rows: list[dict], path: Path, lessons_url: str = "../notebooks"
                 out.append(f"<tr><td><code>{_e(code)}</code></td><td>{n}: {who}</td>"
                            f"<td>{_e(en)}{zh}</td></tr>")
             out.append("</table>")
+    out += _needs_a_look(rows)
     out.append("<h2>Students · 学生</h2>")
     for student in students:
         out.append(f'<h3 id="{sid[student]}">{_e(student)}</h3><table><tr><th>exercise</th>'
@@ -177,16 +224,18 @@ def write_report(rows: list[dict], path: Path, lessons_url: str = "../notebooks"
                        f"<td>{_e(r['message'])}{zh}{details}</td></tr>")
         out.append("</table>")
     out.append("</body></html>")
-    path.write_text("\n".join(out), encoding="utf-8")
+    with _private(path) as f:
+        f.write("\n".join(out))
 
 
-def write_all(rows: list[dict], out: Path) -> None:
-    """The three outputs into ``out`` (created); a grader-level row gets its code's Chinese."""
+def write_all(rows: list[dict], out: Path, complete: bool = True) -> None:
+    """The three outputs into ``out`` (created, 0700); a grader-level row gets its code's
+    Chinese."""
     for r in rows:
         if r["code"] and r["code"].startswith("submission.") and not r.get("message_zh"):
             r["message_zh"] = (explanation(r["code"]) or ("", None))[1]
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    private_folder(out)
     write_gradebook(rows, out / "gradebook.csv")
     write_results(rows, out / "results.jsonl")
-    write_report(rows, out / "report.html")
+    write_report(rows, out / "report.html", complete=complete)

@@ -92,6 +92,35 @@ SUBMISSION_CODES = {
         "any check (a syntax error, a name not defined?).",
         "作答单元格在运行时（任何检查之前）就抛出了异常（语法错误、名字未定义？）。",
         "def layer_norm(x, weight, bias, eps=1e-5) return x"),
+    "submission.symlink": (
+        "symbolic link", "the notebook (or the student's folder) is a symbolic link: the grader "
+        "reads only files handed in as files. Hand in the notebook itself.",
+        "笔记本（或学生文件夹）是一个符号链接：评分程序只读取以文件形式提交的内容。请提交笔记本文件本身。",
+        "ln -s ../alice/08_gelu_tanh.ipynb 08_gelu_tanh.ipynb"),
+    "submission.unreadable": (
+        "folder unreadable", "the student's folder could not be read (its permissions?): nothing "
+        "in it was graded.",
+        "无法读取该学生的文件夹（权限问题？）：其中的内容都没有评分。",
+        "chmod 000 practice"),
+    "submission.too_large": (
+        "answer too large", "the answer cell is far larger than an answer can be: keep only "
+        "your code in it.",
+        "作答单元格远大于一份答案应有的长度：请只在其中保留你的代码。",
+        "an answer cell of 10 MB of data"),
+    "submission.tampered": (
+        "record refused", "the grader refused what came back from running this answer (a record "
+        "it cannot trust): the answer is listed under \"needs a look\" in the report.",
+        "评分程序拒收了运行这份答案后返回的结果（无法信任的记录）：报告的“需要人工查看”一节列出了它。",
+        "an answer that writes its own record on the grader's pipe"),
+    "submission.not_graded": (
+        "not graded", "the grading run was stopped before this answer was graded: grade again.",
+        "评分在这份答案之前被中止，它没有被评分：请重新评分。",
+        "Ctrl-C during grading"),
+    "submission.sandbox": (
+        "no sandbox", "the grader could not start a sandbox to run this answer in: nothing was "
+        "checked (see ISOLATION.md).",
+        "评分程序无法启动运行这份答案的沙箱：没有进行任何检查（见 ISOLATION.md）。",
+        "bubblewrap refused to start on this machine"),
 }
 
 
