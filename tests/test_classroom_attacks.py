@@ -108,8 +108,11 @@ def attacked(tmp_path_factory):
     hand_in(root, "a-mallory", "gelu_tanh", NEIGHBOUR.replace("PLANT", repr(str(plant)))
             .replace("SUBMISSIONS", repr(str(root))).replace("OUT", repr(str(out)))
             .replace("MARKER", MARKER) + solution("gelu_tanh"))
-    hand_in(root, "m-env", "gelu_tanh", 'print(open("/proc/self/environ", "rb").read())\n'
-            'import os\nprint(os.listdir("/"), os.listdir("/tmp"))\n' + solution("gelu_tanh"))
+    hand_in(root, "m-env", "gelu_tanh", 'import os\ntry:\n'
+            '    print(open("/proc/self/environ", "rb").read())\n'
+            'except OSError as e:\n    print("no /proc/self/environ:", type(e).__name__)\n'
+            'print(dict(os.environ), os.listdir("/"), os.listdir("/tmp"), os.listdir("/proc"))\n'
+            + solution("gelu_tanh"))
     hand_in(root, "m-selfforge", "gelu_tanh", SELF_FORGE)
     for name, data in {"m-code-int": b'{"passed": false, "code": 1}',
                        "m-deep": b'{"passed": true, "checks": ' + b"[" * 20_000 + b"]" * 20_000
@@ -181,8 +184,9 @@ def test_honest_rows_are_untouched(attacked):
         row = rows[student, "08_gelu_tanh"]
         assert row["passed"] and row["code"] is None and not row["flags"], row
     assert rows["f-frank", "08_gelu_tanh"]["code"] == "gelu_tanh.exact_erf"
-    # the only pipe its forged records reach is its own sandbox's: its own row is refused
-    assert rows["a-mallory", "08_gelu_tanh"]["code"] == "submission.tampered"
+    # it sees no process but its own (/proc is covered), so its forged records reach no one
+    mallory = rows["a-mallory", "08_gelu_tanh"]
+    assert mallory["passed"] and mallory["output"].count("could not write") == 3, mallory
 
 
 def test_no_secret_and_no_path_reaches_an_answer(attacked):
@@ -190,8 +194,9 @@ def test_no_secret_and_no_path_reaches_an_answer(attacked):
     everything = "".join(p.read_text(encoding="utf-8") for p in out.iterdir())
     assert SECRET not in everything
     printed = _rows(out)["m-env", "08_gelu_tanh"]["output"]
-    assert "LECTURER" not in printed and str(root) not in printed and "PATH=/usr/bin:/bin" in printed
-    assert "home" not in printed and "answer-0" in printed                 # its own /tmp only
+    assert "LECTURER" not in printed and str(root) not in printed and "/usr/bin:/bin" in printed
+    assert "home" not in printed and "['answer-0']" in printed             # its own /tmp only
+    assert "no /proc/self/environ: FileNotFoundError" in printed and "['cpuinfo']" in printed
 
 
 def test_nothing_is_planted_and_nothing_outlives_the_run(attacked):
@@ -302,7 +307,8 @@ def test_ctrl_c_stops_every_sandbox_and_writes_what_was_graded(tmp_path):
 
 
 def _answers_running(grader: int) -> int:
-    """How many answers are running: Python processes of a sandbox whose parent is its server."""
+    """How many answers are running: the worker's server forks a student's process, which forks
+    the student's server, which forks each answer (three of the sandbox's Pythons above it)."""
     pythons, parents = set(), {}
     for pid in _descendants(grader):
         with contextlib.suppress(OSError):
@@ -311,7 +317,10 @@ def _answers_running(grader: int) -> int:
                 pythons.add(pid)
                 parents[pid] = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1]
                                    .split()[1])
-    return sum(parents[pid] in pythons for pid in pythons)
+
+    def depth(pid):
+        return 1 + depth(parents[pid]) if parents.get(pid) in pythons else 0
+    return sum(depth(pid) == 3 for pid in pythons)
 
 
 def _state(pid: int) -> str:

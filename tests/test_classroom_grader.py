@@ -116,7 +116,8 @@ def graded(tmp_path_factory):
     hand_in(root, "forks-then-correct", "gelu_tanh", FORKS + solution("gelu_tanh"))
     expected["forks-then-correct", "gelu_tanh"] = True
     hand_in(root, "kills-the-server", "rope", KILLS_SERVER + solution("rope"))   # its parent
-    expected["kills-the-server", "rope"] = "submission.crashed"       # its record dies with it
+    # its parent is PID 1 of the student's namespace, which the kernel keeps from such a kill
+    expected["kills-the-server", "rope"] = True
     for student, (key, answer, code) in HOSTILE.items():
         hand_in(root, student, key, answer)
         expected[student, key] = code

@@ -189,16 +189,15 @@ def grade_class_row(students: int = 40) -> tuple[float, int, int]:
     from test_exercises_unseen import CHECKERS
 
     # The grader runs in a fresh process started with -c, as `python -m normlib.classroom grade`
-    # runs: multiprocessing imports the parent's __main__ again in every child, and this file's
-    # imports (nbclient, the widget tests) would then be timed once per answer. The wrong answers
-    # import test_exercises_unseen (and with it pytest, 0.5 s): imported once in the grader's
-    # server, as a real class's answers import nothing of the tests.
+    # runs. The wrong answers import test_exercises_unseen (and with it pytest, 0.5 s): the
+    # sandboxes see tests/ and import it once each, as a real class's answers import nothing of
+    # the tests. Each of the 40 students gets a sandbox of their own (torch imported once in it).
     script = ("import json, pathlib, sys, time\n"
               f"sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests')!r}]\n"
-              "from normlib.classroom import grade, grade_class\n"
-              "grade.PRELOAD.append('test_exercises_unseen')\n"
+              "from normlib.classroom import grade_class\n"
               "start = time.perf_counter()\n"
-              "rows = grade_class(pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), progress=False)\n"
+              "rows = grade_class(pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), progress=False,\n"
+              f"                   extra_paths=[{str(ROOT / 'tests')!r}], preload=['test_exercises_unseen'])\n"
               "print(json.dumps([time.perf_counter() - start, len(rows), "
               "sum(r['passed'] for r in rows)]))\n")
     with tempfile.TemporaryDirectory() as tmp:

@@ -38,6 +38,7 @@ from normlib.exercises import EXERCISES  # noqa: E402
 from normlib.exercises._harness import describe_exception  # noqa: E402
 
 from ._frames import FrameBuffer, encode, read_frame  # noqa: E402
+from ._namespaces import drop_privileges, enter_student_namespaces  # noqa: E402
 
 __all__ = ["serve", "run", "PREAMBLE", "OutputLimitExceeded"]
 
@@ -74,11 +75,15 @@ class _BoundedOutput:
         return False
 
 
+def _mapped_bytes() -> int:
+    """VmSize: the address space this process maps (torch, imported)."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize"))
+
+
 def _limit(job: dict) -> None:
     """This process's limits: memory, file size, processes, no core files."""
-    with open("/proc/self/status", encoding="ascii") as f:
-        vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize"))
-    memory = vm + job["memory_mb"] * 2**20         # what is mapped now (torch) + the allowance
+    memory = job["mapped"] + job["memory_mb"] * 2**20   # what torch maps + the allowance
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_FSIZE, (job["file_bytes"], job["file_bytes"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -204,13 +209,15 @@ def run(fd: int, job: dict) -> None:
 
 
 def _kill_the_rest() -> None:
-    """Every process of this sandbox but its init (pid 1) and this server: what an answer started
-    (a subprocess in a session of its own included) ends with the answer."""
-    me = os.getpid()
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) not in (1, me):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(name), signal.SIGKILL)
+    """Every process of the student's namespace but this server (its PID 1): what an answer
+    started (a subprocess in a session of its own included) ends with the answer; then reap."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(-1, signal.SIGKILL)
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
 
 
 def _status(status: int) -> dict:
@@ -264,8 +271,8 @@ def _answer_once(job: dict, workdir: str) -> dict:
         os.close(r)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
-        _kill_the_rest()
         _, status = os.waitpid(pid, 0)
+        _kill_the_rest()
     if not isinstance(record, dict):
         record = _status(status)
     if not record.get("output"):
@@ -275,15 +282,62 @@ def _answer_once(job: dict, workdir: str) -> dict:
     return record
 
 
+def _sender(fd: int):
+    def send(message: dict) -> None:
+        data = encode(message)
+        while data:
+            data = data[os.write(fd, data):]
+    return send
+
+
+def _student(jobs_in: int, send, mapped: int) -> None:
+    """PID 1 of one student's namespaces: each job frame on ``jobs_in`` becomes a forked answer
+    process, its record goes back with the job's nonce; ``{"end": true}`` (or EOF) ends it."""
+    send({"opened": True})
+    for n in itertools.count():
+        job = read_frame(jobs_in)
+        if job is None or job.get("end"):
+            return
+        record = _answer_once({**job, "mapped": mapped}, f"/tmp/answer-{n}")
+        record["nonce"] = job["nonce"]
+        try:
+            send(record)
+        except ValueError:                 # larger than a frame: the grader flags it
+            send({"nonce": job["nonce"], "passed": False, "code": "submission.tampered",
+                  "message": "the record was larger than a frame"})
+
+
+def _start_student(jobs_in: int, records_out: int, tmp_bytes: int) -> None:
+    """The forked process for one student (never returns): its own namespaces (_namespaces.py),
+    no privileges, then a child that is PID 1 there and serves the student's jobs."""
+    status = 70
+    try:
+        mapped = _mapped_bytes()
+        enter_student_namespaces(tmp_bytes)
+        drop_privileges()
+        pid = os.fork()
+        if pid == 0:                       # PID 1 of the student's namespace
+            try:
+                _student(jobs_in, _sender(records_out), mapped)
+            finally:
+                os._exit(0)
+        status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    finally:
+        os._exit(status)
+
+
 def serve(argv: list[str] | None = None) -> None:
-    """The sandbox's server (``python -I -m normlib.classroom._child``): it has imported torch and
-    normlib once; for each job frame on stdin it forks the answer's process and writes the record
-    frame, with the job's nonce, on stdout. One student's answers, one at a time."""
+    """A worker's server (``python -I -m normlib.classroom._child`` inside bubblewrap): it has
+    imported torch and normlib once; for each ``{"student": ...}`` frame on stdin it forks that
+    student's namespaces (``_start_student``), which read the student's jobs from the same pipe,
+    and says ``{"ready": true}`` again when the student's process has ended. The server itself
+    never reads a job, so no student's answer is in the memory the next student is forked from."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="normlib.classroom._child")
     parser.add_argument("--path", action="append", default=[], help="prepend to sys.path")
     parser.add_argument("--preload", action="append", default=[], help="import once")
+    parser.add_argument("--tmp-bytes", type=int, required=True, help="each student's /tmp")
     args = parser.parse_args(argv)
     sys.path[:0] = args.path
     for module in args.preload:
@@ -293,24 +347,16 @@ def serve(argv: list[str] | None = None) -> None:
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     os.close(devnull)
-
-    def send(message: dict) -> None:
-        data = encode(message)
-        while data:
-            data = data[os.write(records_out, data):]
-
-    send({"ready": True})
-    for n in itertools.count():
-        job = read_frame(jobs_in)
-        if job is None:
+    send = _sender(records_out)
+    while True:
+        send({"ready": True})
+        command = read_frame(jobs_in)
+        if command is None:
             return
-        record = _answer_once(job, f"/tmp/answer-{n}")
-        record["nonce"] = job["nonce"]
-        try:
-            send(record)
-        except ValueError:                 # larger than a frame: the grader flags it
-            send({"nonce": job["nonce"], "passed": False, "code": "submission.tampered",
-                  "message": "the record was larger than a frame"})
+        pid = os.fork()
+        if pid == 0:
+            _start_student(jobs_in, records_out, args.tmp_bytes)
+        os.waitpid(pid, 0)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from pathlib import Path
 from normlib.exercises import EXERCISES
 
 from .flags import fingerprint, flags
-from .sandbox import Sandbox, SandboxUnavailable, bwrap_command, checked_record
+from .sandbox import OPEN_SECONDS, Sandbox, SandboxUnavailable, bwrap_command, checked_record
 
 __all__ = ["Limits", "find_submissions", "run_items", "grade_class", "student_id", "ROOT"]
 
@@ -264,12 +264,20 @@ def _item(folder: Path, student: str, stem: str, copies: list) -> dict:
 
 
 class _Lane:
-    """One student's jobs and the sandbox that runs them (a new one after a crash or a timeout)."""
+    """One student's jobs still to run."""
 
     def __init__(self, student: str, queue: deque):
         self.student, self.queue = student, queue
-        self.sandbox: Sandbox | None = None
         self.failed_starts = 0
+
+
+class _Worker:
+    """A worker sandbox and the student it serves (a new sandbox after a crash, a timeout or a
+    refused record: the student it served is opened again in it)."""
+
+    def __init__(self):
+        self.sandbox: Sandbox | None = None
+        self.lane: _Lane | None = None
 
 
 def _finished(item: dict, record: dict, started: float) -> dict:
@@ -290,14 +298,18 @@ def _failure(item: dict, code: str, message: str, started: float | None = None) 
                      started if started is not None else time.monotonic())
 
 
+_READY = b'{"ready": true}'        # the worker: started, or the student it served has ended
+_OPENED = b'{"opened": true}'      # the student's namespaces: ready for jobs
+
+
 def run_items(items: list[dict], limits: Limits, *, workers: int | None = None,
               progress: bool = True, command: list[str] | None = None, on_row=None,
               stop=None) -> tuple[list[dict], bool]:
     """(every item's row in the items' order, whether all were graded): finished rows as they
-    are, jobs in one sandbox per student (``command``: sandbox.bwrap_command()), ``workers``
-    sandboxes at a time (default: every core this process may use). ``on_row(row)`` is called as
-    each job's row is ready; ``stop()`` returning True ends the run: every sandbox is killed and
-    the jobs left get ``submission.not_graded``."""
+    are, jobs in ``workers`` worker sandboxes (``command``: sandbox.bwrap_command(); default: one
+    per core this process may use), each serving one student at a time in namespaces of their
+    own. ``on_row(row)`` is called as each job's row is ready; ``stop()`` returning True ends the
+    run: every sandbox is killed and the jobs left get ``submission.not_graded``."""
     from tqdm import tqdm
 
     from normlib.exercises.codes import registry
@@ -313,7 +325,7 @@ def run_items(items: list[dict], limits: Limits, *, workers: int | None = None,
         if "answer" in item:
             by_student.setdefault(item["student"], deque()).append(i)
     waiting = deque(_Lane(s, q) for s, q in by_student.items())
-    active: list[_Lane] = []
+    pool = [_Worker() for _ in range(min(workers, len(waiting)))]
     job = asdict(limits)
     selector = selectors.DefaultSelector()
 
@@ -323,72 +335,133 @@ def run_items(items: list[dict], limits: Limits, *, workers: int | None = None,
         if on_row is not None:
             on_row(row)
 
-    def close(lane: _Lane) -> None:
+    def replace(w: _Worker) -> None:
+        """Kill the worker's sandbox; the next round starts a new one."""
         with contextlib.suppress(KeyError, ValueError):
-            selector.unregister(lane.sandbox)
-        lane.sandbox.kill()
-        lane.sandbox = None
+            selector.unregister(w.sandbox)
+        w.sandbox.kill()
+        w.sandbox = None
 
-    def start(lane: _Lane) -> None:
-        lane.sandbox = Sandbox(command)
-        selector.register(lane.sandbox, selectors.EVENT_READ)
+    def end_job(w: _Worker, code: str, message: str) -> None:
+        """The job in flight ends as ``code``, and the worker is replaced."""
+        i = w.lane.queue.popleft()
+        done(i, _failure(items[i], code, message, w.sandbox.job["started"]))
+        replace(w)
 
-    def end_job(lane: _Lane, code: str, message: str) -> None:
-        """The job in flight ends as ``code``; the sandbox is killed (a new one takes the next)."""
-        i = lane.queue.popleft()
-        done(i, _failure(items[i], code, message, lane.sandbox.job["started"]))
-        close(lane)
+    def failed_start(w: _Worker) -> None:
+        """The worker or the student's namespaces did not come up: twice for one student, and
+        that student's jobs are rows saying so."""
+        replace(w)
+        if w.lane is None:
+            return
+        w.lane.failed_starts += 1
+        if w.lane.failed_starts >= 2:
+            while w.lane.queue:
+                i = w.lane.queue.popleft()
+                done(i, _failure(items[i], "submission.sandbox", "the grader could not start a "
+                                 "sandbox for this student (twice)"))
+            w.lane = None
+
+    def step(w: _Worker) -> None:
+        """Give the worker its next message: a student to open, a job, or the end of a student."""
+        sb = w.sandbox
+        if sb is None:
+            if w.lane is not None or waiting:
+                w.sandbox = Sandbox(command)
+                selector.register(w.sandbox, selectors.EVENT_READ)
+        elif sb.outbox:
+            sb.flush()
+        elif sb.state == "idle":
+            if w.lane is None and waiting:
+                w.lane = waiting.popleft()
+            if w.lane is not None:
+                sb.state = "opening"
+                sb.command({"student": True}, OPEN_SECONDS)
+        elif sb.state == "serving" and sb.job is None:
+            if w.lane.queue:
+                item = items[w.lane.queue[0]]
+                sb.send(item, {**job, "exercise": item["exercise"], "notebook": item["notebook"],
+                               "answer": item["answer"], "before": item["before"]})
+            else:
+                w.lane, sb.state = None, "closing"
+                sb.command({"end": True}, OPEN_SECONDS)
+
+    def receive(w: _Worker) -> None:
+        """What the worker sent: a ready frame (started, a student opened or closed), the record
+        of the job in flight, or the end of its output."""
+        sb = w.sandbox
+        try:
+            frames, closed = sb.read()
+        except ValueError as exc:
+            frames, closed = [], True
+            if sb.job is not None:
+                end_job(w, "submission.tampered", str(exc))
+                return
+        for data in frames:
+            if sb.job is not None:
+                if data == _READY:                  # the student's process ended: no record
+                    end_job(w, "submission.crashed", "the student's sandbox ended before the "
+                            "record came back (the answer killed its server, or crashed it)")
+                    return
+                try:
+                    record = checked_record(data, sb.job["nonce"], sb.job["item"]["exercise"],
+                                            known)
+                except ValueError as exc:
+                    end_job(w, "submission.tampered", f"the grader refused the record: {exc}")
+                    return
+                i = w.lane.queue.popleft()
+                done(i, _finished(items[i], record, sb.job["started"]))
+                sb.job, sb.deadline = None, float("inf")
+            elif (sb.state, data) in (("starting", _READY), ("closing", _READY)):
+                sb.state, sb.deadline = "idle", float("inf")
+            elif (sb.state, data) == ("opening", _OPENED):
+                sb.state, sb.deadline = "serving", float("inf")
+                w.lane.failed_starts = 0
+            elif sb.state == "opening":             # the student's namespaces did not open
+                failed_start(w)
+                return
+            else:                                   # a frame nobody asked for
+                replace(w)
+                return
+        if closed:
+            if sb.job is not None:
+                end_job(w, "submission.crashed", "the sandbox ended before the record came back")
+            elif sb.state in ("starting", "opening"):
+                failed_start(w)
+            else:
+                replace(w)
 
     with tqdm(total=len(items), disable=not progress, unit="answer", desc="grading") as bar:
         bar.update(sum(r is not None for r in rows))
         try:
-            while (waiting or active) and not (stop and stop()):
-                while waiting and len(active) < workers:
-                    active.append(waiting.popleft())
-                for lane in list(active):
-                    if not lane.queue:
-                        if lane.sandbox is not None:
-                            close(lane)
-                        active.remove(lane)
-                    elif lane.sandbox is None:
-                        if lane.failed_starts >= 2:         # this machine cannot start it: say so
-                            while lane.queue:
-                                i = lane.queue.popleft()
-                                done(i, _failure(items[i], "submission.sandbox",
-                                                 "the grader could not start a sandbox for this "
-                                                 "student (twice)"))
-                            continue
-                        start(lane)
-                    elif lane.sandbox.ready and lane.sandbox.job is None:
-                        item = items[lane.queue[0]]
-                        lane.sandbox.send(item, {**job, "exercise": item["exercise"],
-                                                 "notebook": item["notebook"],
-                                                 "answer": item["answer"],
-                                                 "before": item["before"]})
-                    elif lane.sandbox.outbox:
-                        lane.sandbox.flush()
-                lanes = [lane for lane in active if lane.sandbox is not None]
-                if not lanes:
+            while any(w.sandbox is not None or w.lane is not None for w in pool) or waiting:
+                if stop and stop():
+                    break
+                for w in pool:
+                    step(w)
+                live = [w for w in pool if w.sandbox is not None]
+                if not live:
                     continue
-                soonest = min(lane.sandbox.deadline for lane in lanes)
+                soonest = min(w.sandbox.deadline for w in live)
                 ready = {key.fileobj for key, _ in
                          selector.select(max(0.0, min(0.25, soonest - time.monotonic())))}
-                for lane in lanes:
-                    sb = lane.sandbox
-                    if sb in ready:
-                        _read(lane, sb, end_job, close, done, items, known)
-                    if lane.sandbox is not None and time.monotonic() > lane.sandbox.deadline:
-                        if lane.sandbox.job is None:         # never became ready
-                            lane.failed_starts += 1
-                            close(lane)
-                        else:
-                            end_job(lane, "submission.timeout",
+                for w in live:
+                    if w.sandbox in ready:
+                        receive(w)
+                    if w.sandbox is not None and time.monotonic() > w.sandbox.deadline:
+                        if w.sandbox.job is not None:
+                            end_job(w, "submission.timeout",
                                     f"killed after {limits.timeout:g} s (wall clock): an endless "
                                     "loop outside any function, or far too slow")
+                        else:
+                            failed_start(w)
+                if not waiting and all(w.lane is None and (w.sandbox is None or
+                                       w.sandbox.state == "idle") for w in pool):
+                    break
         finally:
-            for lane in active:
-                if lane.sandbox is not None:
-                    close(lane)
+            for w in pool:
+                if w.sandbox is not None:
+                    replace(w)
             selector.close()
     complete = all(r is not None for r in rows)
     for i, r in enumerate(rows):
@@ -396,47 +469,6 @@ def run_items(items: list[dict], limits: Limits, *, workers: int | None = None,
             rows[i] = _failure(items[i], "submission.not_graded",
                                "the run was stopped before this answer was graded")
     return rows, complete
-
-
-def _read(lane: _Lane, sb: Sandbox, end_job, close, done, items, known) -> None:
-    """Whatever the sandbox sent: its ready signal, the record of the job in flight, or the end."""
-    try:
-        frames, closed = sb.read()
-    except ValueError as exc:
-        frames, closed = [], True
-        if sb.job is not None:
-            end_job(lane, "submission.tampered", str(exc))
-            return
-    for data in frames:
-        if not sb.ready:
-            sb.ready = data == b'{"ready": true}'
-            if not sb.ready:
-                lane.failed_starts += 1
-                close(lane)
-                return
-            lane.failed_starts, sb.deadline = 0, float("inf")
-            continue
-        if sb.job is None:                       # a record nobody asked for
-            close(lane)
-            return
-        item = items[lane.queue[0]]
-        try:
-            record = checked_record(data, sb.job["nonce"], item["exercise"], known)
-        except ValueError as exc:
-            end_job(lane, "submission.tampered", f"the grader refused the record: {exc}")
-            return
-        i = lane.queue.popleft()
-        done(i, _finished(item, record, sb.job["started"]))
-        sb.job = None
-        sb.deadline = float("inf")
-    if closed and lane.sandbox is not None:
-        if sb.job is not None:
-            end_job(lane, "submission.crashed", "the sandbox ended before the record came back "
-                    "(the answer killed its server, or crashed it)")
-        else:
-            if not sb.ready:
-                lane.failed_starts += 1
-            close(lane)
 
 
 def _check_sandbox(command: list[str]) -> None:

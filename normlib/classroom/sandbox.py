@@ -1,17 +1,19 @@
-"""One student's sandbox, as the grader sees it: bubblewrap around a server that runs their answers.
+"""A grading worker, as the grader sees it: bubblewrap around a server that runs students' answers.
 
-Each student gets a bubblewrap (``bwrap``) sandbox of their own: new user, PID, network, IPC, UTS
+Each worker (one per core) is a bubblewrap (``bwrap``) sandbox: new user, PID, network, IPC, UTS
 and mount namespaces; uid 65534 inside; an empty environment; a read-only view of the system
 (``/usr``), of the Python installation and of normlib, and nothing else of the machine (no home
-folder, no other student, no submissions folder, no output folder, no repository); a private
-``/tmp`` (a size-capped tmpfs); no network but its own loopback; every process in it killed when
-the sandbox ends or the grader dies (``--die-with-parent``, and a PID namespace ends with its init).
-Inside, ``normlib.classroom._child`` imports torch once and forks one process per answer.
+folder, no submissions folder, no output folder, no repository); no network; every process in it
+killed when the sandbox ends or the grader dies (``--die-with-parent``, and a PID namespace ends
+with its init). Inside, ``normlib.classroom._child`` imports torch once and, for each student in
+turn, forks namespaces of that student's own (``_namespaces.py``: user, PID, mount, network, IPC;
+a private ``/tmp``; no capability), where one process per answer runs.
 
-The grader talks to it through frames (``_frames.py``): a job goes in, a record comes out. A record
-is untrusted data: ``checked_record`` accepts only the fields, types, sizes and mistake codes a
-checker can produce, and only with the nonce of the job in flight, so an answer can at most write
-its own row; anything else is ``submission.tampered``.
+The grader talks to it through frames (``_frames.py``): ``{"student": true}`` opens a student,
+their jobs go in one at a time and records come out, ``{"end": true}`` closes the student. A
+record is untrusted data: ``checked_record`` accepts only the fields, types, sizes and mistake
+codes a checker can produce, and only with the nonce of the job in flight, so an answer can at
+most write its own row; anything else is ``submission.tampered``, and the worker is replaced.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ from ._frames import MAX_JOB, FrameBuffer, encode
 
 __all__ = ["Sandbox", "SandboxUnavailable", "bwrap_command", "checked_record", "require_bwrap"]
 
-TMP_BYTES = 512 * 2**20          # the sandbox's /tmp (its answers' working folders)
-START_SECONDS = 120.0            # importing torch in a new sandbox, on a busy machine
+TMP_BYTES = 512 * 2**20          # a student's /tmp (their answers' working folders)
+START_SECONDS = 120.0            # importing torch in a new worker, on a busy machine
+OPEN_SECONDS = 30.0              # a student's namespaces opened, or closed
 GRACE_SECONDS = 10.0             # past a job's own timeout, before the grader kills the sandbox
 _CODE = re.compile(r"^[a-z0-9_]+\.[a-z0-9_]+$")
 
@@ -78,7 +81,7 @@ def bwrap_command(*, exclude: list[Path] = (), extra_paths: list[Path] = (),
                   preload: list[str] = ()) -> list[str]:
     """The command that starts one student's sandbox and its server (see the module docstring).
     ``extra_paths`` (read-only, on the server's sys.path) and ``preload`` are for tests."""
-    cmd = [require_bwrap(), "--unshare-all", "--unshare-user", "--disable-userns",
+    cmd = [require_bwrap(), "--unshare-all", "--unshare-user",
            "--uid", "65534", "--gid", "65534", "--hostname", "sandbox",
            "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL",
            "--ro-bind", "/usr", "/usr"]
@@ -95,13 +98,14 @@ def bwrap_command(*, exclude: list[Path] = (), extra_paths: list[Path] = (),
     extra = [os.path.realpath(p) for p in extra_paths]
     for d in [*_dirs_to_bind(list(exclude)), *extra]:
         cmd += ["--ro-bind", d, d]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
-            "--dir", "/tmp/mpl", "--chdir", "/tmp"]
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(2**20), "--tmpfs", "/tmp",
+            "--chdir", "/tmp"]
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
            "MPLCONFIGDIR": "/tmp/mpl", "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     for key, value in env.items():
         cmd += ["--setenv", key, value]
-    cmd += ["--", sys.executable, "-I", "-B", "-m", "normlib.classroom._child"]
+    cmd += ["--", sys.executable, "-I", "-B", "-m", "normlib.classroom._child",
+            "--tmp-bytes", str(TMP_BYTES)]
     for p in extra:
         cmd += ["--path", p]
     for module in preload:
@@ -110,8 +114,8 @@ def bwrap_command(*, exclude: list[Path] = (), extra_paths: list[Path] = (),
 
 
 class Sandbox:
-    """One student's sandbox: started, fed one job at a time, killed. Non-blocking: the grader
-    waits on ``fileno()`` for many sandboxes at once, then calls ``read()``."""
+    """One worker's sandbox: started, told to open a student, fed one job at a time, killed.
+    Non-blocking: the grader waits on ``fileno()`` for many workers at once, then ``read()``s."""
 
     def __init__(self, command: list[str]):
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -121,18 +125,25 @@ class Sandbox:
         os.set_blocking(self.process.stdin.fileno(), False)
         self.frames = FrameBuffer()
         self.outbox = bytearray()             # a job not yet written: a sandbox may stop reading
-        self.ready = False
-        self.job: dict | None = None          # the job in flight: nonce, item, deadline, started
+        self.state = "starting"               # then: idle, opening, serving, closing
+        self.job: dict | None = None          # the job in flight: nonce, item, started
         self.deadline = time.monotonic() + START_SECONDS
 
     def fileno(self) -> int:
         return self.process.stdout.fileno()
 
     def send(self, item: dict, job: dict) -> None:
+        """A job for the student in the sandbox; its record is expected by ``deadline``."""
         nonce = secrets.token_hex(16)
         self.job = {"item": item, "nonce": nonce, "started": time.monotonic()}
         self.deadline = self.job["started"] + job["timeout"] + GRACE_SECONDS
         self.outbox += encode({**job, "nonce": nonce}, MAX_JOB)
+        self.flush()
+
+    def command(self, message: dict, seconds: float) -> None:
+        """``{"student": true}`` or ``{"end": true}``, answered by a ready frame in ``seconds``."""
+        self.deadline = time.monotonic() + seconds
+        self.outbox += encode(message)
         self.flush()
 
     def flush(self) -> None:
