@@ -54,7 +54,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 __all__ = ["TimeLimitExceeded", "UserInterrupt", "run_limited", "Spy", "quiet",
-           "describe_exception", "snapshot", "changed", "preserved_state", "interrupt_guard"]
+           "describe_exception", "snapshot", "changed", "preserved_state", "interrupt_guard",
+           "one_thread", "NO_THREADS"]
 
 
 class TimeLimitExceeded(BaseException):
@@ -298,6 +299,28 @@ class _Discard:
 
     def flush(self) -> None:
         pass
+
+
+NO_THREADS = "start no thread: the checker's time limit and built-in check see only this one"
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Starting a Python thread raises RuntimeError(NO_THREADS) inside the block: the time limit
+    and the ``Spy`` are per thread, so ``F.gelu`` called in a thread would pass unseen (code review
+    2, finding 7). torch's own C++ threads are not Python threads and run as usual."""
+    import _thread
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError(NO_THREADS)
+
+    saved = (threading.Thread.start, _thread.start_new_thread, threading._start_new_thread)
+    threading.Thread.start = refuse
+    _thread.start_new_thread = threading._start_new_thread = refuse
+    try:
+        yield
+    finally:
+        threading.Thread.start, _thread.start_new_thread, threading._start_new_thread = saved
 
 
 @contextlib.contextmanager

@@ -34,6 +34,7 @@ from ._harness import (
     changed,
     describe_exception,
     interrupt_guard,
+    one_thread,
     preserved_state,
     quiet,
     run_limited,
@@ -221,7 +222,7 @@ class Session:
         copies = snapshot(values)
         spy = Spy(self.forbidden, self.references)
         try:
-            with preserved_state(), quiet(), spy:
+            with preserved_state(), quiet(), one_thread(), spy:
                 out = run_limited(lambda: fn(*args, **kwargs), self.time_limit)
         except NotImplementedError:
             raise _Stop("not_implemented", "not implemented yet") from None
