@@ -32,7 +32,7 @@ SECRET = f"lecturer-secret-{uuid.uuid4().hex}"
 MARKER = f"normlib-attack-{uuid.uuid4().hex}"
 WRONG = "def gelu_tanh(x):\n    return 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))\n"
 
-# A neighbour who, for 4 s, tries everything on every process it can see: forged frames into
+# A neighbour who, for 1 s, tries everything on every process it can see: forged frames into
 # every pipe, SIGKILL; then plants a module where the
 # grader runs, writes into the submissions and the output, and leaves a process in a session of
 # its own that would rewrite the gradebook later. It ends with a correct answer.
@@ -41,7 +41,7 @@ _frame = json.dumps({"passed": False, "code": "gelu_tanh.shortcut", "message": "
                      "checks": []}).encode()
 _frame = struct.pack(">I", len(_frame)) + _frame
 _t0, _me = time.time(), os.getpid()
-while time.time() - _t0 < 4:
+while time.time() - _t0 < 1:
     for _n in os.listdir("/proc"):
         if not _n.isdigit() or int(_n) == _me:
             continue
@@ -67,7 +67,7 @@ for _path in (PLANT, SUBMISSIONS + "/b-alice/08_gelu_tanh.ipynb", OUT + "/gradeb
         print("wrote", _path)
     except OSError as _e:
         print("could not write", _path, type(_e).__name__)
-subprocess.Popen(["/bin/sh", "-c", "sleep 6; echo MARKER > " + OUT + "/gradebook.csv"],
+subprocess.Popen(["/bin/sh", "-c", "sleep 60; echo MARKER > " + OUT + "/gradebook.csv"],
                  start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                  stderr=subprocess.DEVNULL)
 '''
@@ -203,9 +203,9 @@ def test_nothing_is_planted_and_nothing_outlives_the_run(attacked):
     root, out, _, plant, before, _ = attacked
     assert not plant.exists()
     assert "pwned" not in (root / "b-alice" / "08_gelu_tanh.ipynb").read_text()
-    time.sleep(7)                                        # past the lingering process's sleep
-    assert MARKER not in (out / "gradebook.csv").read_text()
+    # the process that would rewrite the gradebook after its 60 s sleep is gone already
     assert not [c for c in _processes() if MARKER in c]
+    assert MARKER not in (out / "gradebook.csv").read_text()
     assert not [c for c in set(_processes()) - set(before) if "normlib.classroom._child" in c]
 
 

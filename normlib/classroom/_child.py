@@ -1,13 +1,15 @@
-"""Inside one student's sandbox: a server that imported torch and normlib once, and one forked
-process per answer.
+"""Inside a worker sandbox: a server that imported torch and normlib once, one process per student
+in namespaces of their own, and one forked process per answer.
 
-The grader starts ``python -I -m normlib.classroom._child`` inside a bubblewrap sandbox of its own
-for each student (normlib/classroom/sandbox.py) and sends it that student's jobs, one at a time, as
-frames on stdin. ``serve`` forks a process per job (milliseconds: torch is already imported), which
-limits itself, runs the answer cell and the exercise's checker (``run``), and sends one JSON record
-back; the server waits at most the job's timeout, kills what the answer left, and passes the record
-on, with the job's nonce, on stdout. Nothing here is trusted: the grader validates every record
-(sandbox.py), and ISOLATION.md says what the sandbox and the limits hold.
+The grader starts ``python -I -m normlib.classroom._child`` in each worker's bubblewrap sandbox
+(normlib/classroom/sandbox.py). For each student, ``serve`` forks ``_start_student``, which enters
+the student's namespaces (_namespaces.py) and forks the student's server, PID 1 there; it reads the
+student's jobs, one at a time, as frames on stdin and forks a process per job (milliseconds: torch
+is already imported), which limits itself, runs the answer cell and the exercise's checker
+(``run``) and sends one JSON record back; the student's server waits at most the job's timeout,
+kills what the answer left, and passes the record on, with the job's nonce, on stdout. Nothing
+here is trusted: the grader validates every record (sandbox.py), and ISOLATION.md says what the
+sandboxes and the limits hold.
 """
 
 from __future__ import annotations
