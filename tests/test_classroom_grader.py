@@ -239,3 +239,13 @@ def test_the_nbgitpuller_link():
     assert cli.stdout.strip() == link
     with pytest.raises(ValueError, match="hub"):
         nbgitpuller_link("repo", "a.ipynb", "hub.example.edu")
+
+
+def test_without_bubblewrap_the_grader_refuses_and_says_how(tmp_path, monkeypatch, capsys):
+    """No answer ever runs outside the sandbox: without bwrap the grader stops before anything."""
+    hand_in(tmp_path / "class", "alice", "gelu_tanh", solution("gelu_tanh"))
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    assert main(["grade", str(tmp_path / "class"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "apt-get install bubblewrap" in err
+    assert not (tmp_path / "out").exists()

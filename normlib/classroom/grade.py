@@ -471,16 +471,33 @@ def run_items(items: list[dict], limits: Limits, *, workers: int | None = None,
     return rows, complete
 
 
+_PROBE = """import os, sys
+from normlib.classroom._namespaces import drop_privileges, enter_student_namespaces
+pid = os.fork()
+if pid == 0:
+    try:
+        enter_student_namespaces(2**20)
+        drop_privileges()
+    except BaseException as exc:
+        print(f"a student's namespaces: {exc}", file=sys.stderr)
+        os._exit(1)
+    os._exit(0)
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
 def _check_sandbox(command: list[str]) -> None:
-    """SandboxUnavailable, with bubblewrap's own words, when a sandbox cannot start here."""
-    probe = command[:command.index("-m")] + ["-c", "import normlib.classroom._frames"]
+    """SandboxUnavailable, with the reason, when a worker or a student's namespaces inside it
+    cannot be made here (no bubblewrap, user namespaces switched off, AppArmor's restriction)."""
+    probe = command[:command.index("-m")] + ["-c", _PROBE]
     try:
         done = subprocess.run(probe, capture_output=True, text=True, timeout=60, env={})
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SandboxUnavailable(f"grade: bubblewrap could not start a sandbox: {exc}") from None
     if done.returncode != 0:
         why = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise SandboxUnavailable(f"grade: bubblewrap could not start a sandbox here: {why}")
+        raise SandboxUnavailable(f"grade: the sandbox cannot be made here: {why} (see "
+                                 "normlib/classroom/ISOLATION.md)")
 
 
 @contextlib.contextmanager
