@@ -76,16 +76,16 @@ SUBMISSION_CODES = {
     "submission.timeout": (
         "time limit", "the whole submission ran past the grader's time limit (an endless loop "
         "at definition time?).",
-        "整个提交超过了评分的时间限制（定义时就进入了死循环？）。",
+        "整个提交超过了评分器的时间限制（定义时就进入了死循环？）。",
         "while True: pass"),
     "submission.memory": (
         "memory limit", "your code used more memory than the grader allows.",
-        "你的代码使用的内存超过了评分允许的上限。",
+        "你的代码使用的内存超过了评分器允许的上限。",
         "x = torch.empty(10**11)"),
     "submission.output_limit": (
         "printed too much", "your code printed more than the grader keeps: remove the prints "
         "in loops.",
-        "你的代码打印的内容超过了评分保留的上限：请删掉循环里的 print。",
+        "你的代码打印的内容超过了评分器保留的上限：请删掉循环里的 print。",
         "print('x' * 10**9)"),
     "submission.error": (
         "error at definition", "the answer cell raised an exception when it was run, before "

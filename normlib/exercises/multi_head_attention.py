@@ -33,7 +33,7 @@ from .result import CheckResult
 __all__ = ["TITLE_ZH", "check_multi_head_attention", "MHA_MISTAKES", "MHA_MUTANTS"]
 
 # the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "手撕多头注意力（GQA、KV cache）"
+TITLE_ZH = "手撕多头注意力（GQA、键值缓存）"
 
 MHA_MISTAKES = catalogue("multi_head_attention", {
     **PROJECTION_MISTAKES,

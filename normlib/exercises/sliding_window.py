@@ -30,7 +30,7 @@ __all__ = ["TITLE_ZH", "check_sliding_window_attention", "SLIDING_WINDOW_MISTAKE
            "SLIDING_WINDOW_MUTANTS"]
 
 # the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "手撕滑动窗口注意力与滚动 KV cache"
+TITLE_ZH = "手撕滑动窗口注意力与滚动键值缓存"
 
 SLIDING_WINDOW_MISTAKES = catalogue("sliding_window_attention", {
     "window_too_wide": ("window off by one: W + 1 keys", "a query sees itself and W keys before "

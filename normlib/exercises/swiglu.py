@@ -22,7 +22,7 @@ from .result import CheckResult
 __all__ = ["TITLE_ZH", "check_swiglu_ffn", "SWIGLU_MISTAKES", "SWIGLU_MUTANTS"]
 
 # the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "SwiGLU 前馈层"
+TITLE_ZH = "SwiGLU 前馈网络"
 
 SWIGLU_MISTAKES = catalogue("swiglu_ffn", {
     "missing_projection": ("w1, w2 or w3 missing", "the module needs three bias-free linear layers: "
