@@ -214,6 +214,15 @@ def test_a_submission_that_never_ends_is_killed(tmp_path):
     assert not left.strip(), "the submission's own subprocess outlived it"
 
 
+def test_a_worker_that_cannot_start_is_a_row_not_a_hang(tmp_path):
+    for student in ("alice", "bob"):
+        hand_in(tmp_path, student, "gelu_tanh", solution("gelu_tanh"))
+    _, _, items = find_submissions(tmp_path)
+    rows, complete = run_items(items, Limits(), workers=1, progress=False,
+                               command=["/bin/false"])          # a worker that dies at once
+    assert complete and [r["code"] for r in rows] == ["submission.sandbox"] * 2
+
+
 def test_misuse_is_one_line_and_a_nonzero_exit(tmp_path, capsys):
     assert main(["grade", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err

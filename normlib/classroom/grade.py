@@ -365,18 +365,17 @@ def run_items(items: list[dict], limits: Limits, *, workers: int | None = None,
     def step(w: _Worker) -> None:
         """Give the worker its next message: a student to open, a job, or the end of a student."""
         sb = w.sandbox
+        if w.lane is None and waiting and (sb is None or sb.state == "idle"):
+            w.lane = waiting.popleft()     # a worker that cannot start counts against it
         if sb is None:
-            if w.lane is not None or waiting:
+            if w.lane is not None:
                 w.sandbox = Sandbox(command)
                 selector.register(w.sandbox, selectors.EVENT_READ)
         elif sb.outbox:
             sb.flush()
-        elif sb.state == "idle":
-            if w.lane is None and waiting:
-                w.lane = waiting.popleft()
-            if w.lane is not None:
-                sb.state = "opening"
-                sb.command({"student": True}, OPEN_SECONDS)
+        elif sb.state == "idle" and w.lane is not None:
+            sb.state = "opening"
+            sb.command({"student": True}, OPEN_SECONDS)
         elif sb.state == "serving" and sb.job is None:
             if w.lane.queue:
                 item = items[w.lane.queue[0]]
