@@ -219,7 +219,7 @@ _EXERCISES += [
         "LLaMA's feed-forward layer: bias-free nn.Linear layers w1 (gate, dim -> hidden_dim), "
         "w3 (up, dim -> hidden_dim) and w2 (down, hidden_dim -> dim); "
         "forward(x) = w2(silu(w1(x)) * w3(x)). F.silu is allowed.",
-        "LLaMA 的前馈层：无 bias 的 nn.Linear w1（门控，dim -> hidden_dim）、w3（上投影，"
+        "LLaMA 的前馈网络：无 bias 的 nn.Linear w1（门控，dim -> hidden_dim）、w3（上投影，"
         "dim -> hidden_dim）和 w2（下投影，hidden_dim -> dim）；forward(x) = w2(silu(w1(x)) * w3(x))。"
         "可以用 F.silu。",
         6,
@@ -232,7 +232,7 @@ _EXERCISES += [
          _q("GLU, SwiGLU, GEGLU: what differs?", "GLU、SwiGLU、GEGLU 有什么区别？",
             "Only the gate's activation: sigmoid (GLU, Dauphin et al. 2017, Facebook AI Research), "
             "Swish_1 = SiLU (SwiGLU), GELU (GEGLU); Bilinear has none.",
-            "只是门控的激活函数不同：sigmoid（GLU，Dauphin 等 2017，Facebook AI Research）、"
+            "只是门控的激活函数不同：sigmoid（GLU，Dauphin et al. 2017，Facebook AI Research）、"
             "Swish_1 = SiLU（SwiGLU）、GELU（GEGLU）；Bilinear 没有激活函数。"),
          _q("Why does SwiGLU work better?", "为什么 SwiGLU 效果更好？",
             "Shazeer (2020, Table 1) measured held-out log-perplexity 1.944 for SwiGLU against "
@@ -294,12 +294,12 @@ _EXERCISES += [
             "为什么要预热？为什么 Post-LN 最需要？",
             "At initialization Post-LN's gradients near the output are large (Xiong et al. 2020); "
             "without warmup, Adam reached only 8.45 BLEU on IWSLT14 against about 34 with warmup.",
-            "初始化时 Post-LN 靠近输出层的梯度很大（Xiong 等 2020）；在 IWSLT14 上不预热时 "
+            "初始化时 Post-LN 靠近输出层的梯度很大（Xiong et al. 2020）；在 IWSLT14 上不预热时 "
             "Adam 只有 8.45 BLEU，预热后约 34。"),
          _q("Does Pre-LN need warmup?", "Pre-LN 需要预热吗？",
             "Xiong et al. (2020) train Pre-LN Transformers without warmup; its gradient norms stay "
             "flat across layers at initialization.",
-            "Xiong 等（2020）不用预热也训练好了 Pre-LN Transformer；初始化时它各层的梯度范数"
+            "Xiong et al.（2020）不用预热也训练好了 Pre-LN Transformer；初始化时它各层的梯度范数"
             "基本一致。"),
          _q("How do you use it in PyTorch?", "在 PyTorch 里怎么用？",
             "LambdaLR(optimizer, lambda step: warmup_cosine(step, W, T, r)) multiplies the base "
@@ -350,7 +350,7 @@ _EXERCISES += [
             "For q and k with independent unit-variance entries, q . k has variance D; scaling "
             "keeps the softmax out of saturation (Vaswani et al. 2017, 3.2.1).",
             "q、k 各分量独立、方差为 1 时，q · k 的方差是 D；缩放后 softmax 不会饱和"
-            "（Vaswani 等 2017，3.2.1 节）。"),
+            "（Vaswani et al. 2017，3.2.1 节）。"),
          _q("How is the causal mask built, and why -inf?", "因果掩码怎么构造？为什么用 -inf？",
             "Keep j <= t (torch.ones(T, T).tril()); set the other scores to -inf before the "
             "softmax, so their weight is exactly 0 and every row still sums to 1.",
@@ -359,7 +359,7 @@ _EXERCISES += [
          _q("What does attention cost?", "注意力的计算代价是多少？",
             "O(T^2 D) time and a T x T score matrix per head; FlashAttention (Dao et al. 2022) "
             "computes the same result without storing that matrix.",
-            "时间 O(T^2 D)，每个头要一个 T x T 的分数矩阵；FlashAttention（Dao 等 2022）得到相同结果但"
+            "时间 O(T^2 D)，每个头要一个 T x T 的分数矩阵；FlashAttention（Dao et al. 2022）得到相同结果但"
             "不存这个矩阵。"),
          _q("Where does RoPE enter?", "RoPE 在哪里加入？",
             "Rotate q and k (per head) by their positions before taking the scores; v is left "
@@ -439,7 +439,7 @@ _EXERCISES += [
             "时的 1/4：bf16 下每条 8,192 token 的序列占 1 GiB。MQA（Shazeer 2019）只保留一个键值头；"
             "GQA（Ainslie et al. 2023）介于两者之间。"),
          _q("Why is decoding with the cache equal to the full pass?",
-            "为什么用 KV cache 逐步解码与一次性前向结果相同？",
+            "为什么用键值缓存逐步解码，结果与一次性完整前向相同？",
             "Under the causal mask an earlier token's key and value never depend on later tokens, "
             "so recomputing them would give the same numbers; the new query at position S attends "
             "to keys 0 .. S, the same row of the full pass's masked scores.",
@@ -452,7 +452,7 @@ _EXERCISES += [
             "每个查询只被它自己的 token 用一次；而后面每个 token 都要用到之前所有的键和值。"
             "缓存存的是重复之前的 n_kv_heads 个头；用 RoPE 时，存的是已经按各自位置旋转过的键。"),
          _q("What does one decoding step cost with and without the cache?",
-            "有无 KV cache 时，每一步解码的代价各是多少？",
+            "有无键值缓存时，每一步解码的代价各是多少？",
             "With it: the projections of one token and one query against S keys, O(S x d_model) "
             "per layer for attention. Without it: the whole prefix again, O(S x d_model^2) for the "
             "projections and O(S^2 x d_model) for attention.",
@@ -462,7 +462,7 @@ _EXERCISES += [
             "Each head's score is a dot product of head_dim terms: for unit-variance entries its "
             "variance is head_dim (Vaswani et al. 2017, 3.2.1).",
             "每个头的分数是 head_dim 项的点积：各分量方差为 1 时，它的方差是 head_dim"
-            "（Vaswani 等 2017，3.2.1 节）。"))),
+            "（Vaswani et al. 2017，3.2.1 节）。"))),
     Exercise(
         "llama_block", "LLaMA decoder block", llama_block.TITLE_ZH, "12_llama_block.ipynb",
         llama_block.check_llama_block,
@@ -497,7 +497,7 @@ _EXERCISES += [
             "no warmup (Xiong et al. 2020). The stream itself is never normalized: LLaMA applies "
             "one final RMSNorm before the output layer.",
             "残差流 x + f(norm(x)) 从输出到每一层都保留了一条恒等路径，所以初始化时梯度表现良好，"
-            "训练几乎不需要预热（Xiong 等 2020）。残差流本身不被归一化：LLaMA 在输出层之前再做一次 "
+            "训练几乎不需要预热（Xiong et al. 2020）。残差流本身不被归一化：LLaMA 在输出层之前再做一次 "
             "RMSNorm。"),
          _q("Why RMSNorm rather than LayerNorm?", "为什么用 RMSNorm 而不是 LayerNorm？",
             "It drops the mean subtraction and the bias and keeps the re-scaling, which Zhang and "
@@ -538,8 +538,8 @@ _EXERCISES += [
         "exp(s - m') v; divide o by l at the end. No softmax, no SDPA.",
         "实现不带掩码的注意力 softmax(q k^T / sqrt(D)) v，q 形状为 (B, H, T, D)，k、v 形状为 "
         "(B, H, S, D)，结果等于 F.scaled_dot_product_attention(q, k, v)。把键按 block_size 个一块"
-        "（最后一块可以更小），用在线 softmax（online softmax）逐块计算：每个查询行维护运行最大值 m、"
-        "运行分母 l 和累加器 o；每来一块，新的最大值 m' = max(m, 该块最大值)，把 l 和 o 乘以 "
+        "（最后一块可以更小），用在线 softmax（online softmax）逐块计算：每个查询行维护当前最大值 m、"
+        "累计分母 l 和累加器 o；每来一块，新的最大值 m' = max(m, 该块最大值)，把 l 和 o 乘以 "
         "exp(m - m')，再加上该块的 exp(s - m') 和 exp(s - m') v；最后用 o 除以 l。不许用 softmax，"
         "也不许用 SDPA。",
         12,
@@ -557,14 +557,14 @@ _EXERCISES += [
             "drops and memory grows linearly in T (Dao et al. 2022, Section 3.1). The flops are "
             "the same as standard attention's.",
             "(T, S) 的分数矩阵从不写入显存：每块分数只待在片上 SRAM 里，核函数只读 Q、K、V、写 O，"
-            "省下的是访存量而不是计算量，显存占用随 T 线性增长（Dao 等 2022，3.1 节）。计算量与"
+            "省下的是访存量而不是计算量，显存占用随 T 线性增长（Dao et al. 2022，3.1 节）。计算量与"
             "标准注意力相同。"),
          _q("What does the forward pass keep for the backward?", "前向传播要为反向传播保存什么？",
             "Only O and one number per row, the log-sum-exp m + log l; the backward pass recomputes "
             "the tiles of scores from Q and K instead of storing them (Dao et al. 2022, Section "
             "3.1, recomputation).",
             "只保存 O 和每行一个数，即 log-sum-exp m + log l；反向传播时由 Q 和 K 重新算出每块"
-            "分数，而不是把它们存下来（Dao 等 2022，3.1 节，重计算）。"),
+            "分数，而不是把它们存下来（Dao et al. 2022，3.1 节，重计算）。"),
          _q("Why start m at -inf, and what if a row sees no key?", "为什么 m 从 -inf 开始？某一行一个键也看不到会怎样？",
             "-inf is the max of nothing: the first block sets m to its own max and exp(-inf - m') "
             "= 0 empties the (empty) sums. A row all of whose keys are masked keeps m = -inf and "
@@ -593,7 +593,7 @@ _EXERCISES += [
         "count every token in cache['seen']. Decoding token by token must give the full pass's "
         "outputs. No F.scaled_dot_product_attention, no nl.sliding_window_mask.",
         "对 T 个新 token 的 q、k、v（形状 (B, H, T, D)，尚未施加 RoPE）实现因果滑动窗口注意力，"
-        "滚动 KV cache 存在字典 cache 里（新序列传入 {}）。新 token 的位置是 cache['seen'] .. "
+        "滚动键值缓存存在字典 cache 里（新序列传入 {}）。新 token 的位置是 cache['seen'] .. "
         "cache['seen'] + T - 1（还没有 'seen' 时从 0 开始）；用 nl.apply_rope(x, positions) 在这些"
         "位置上旋转 q 和 k。键和值是保留下来的（cache['k']、cache['v']，如果有）再接上新的；位置 p "
         "的查询关注位置 p - window + 1 .. p 的键（自己和前面 window - 1 个）。然后在 cache['k'] 和 "
@@ -623,7 +623,7 @@ _EXERCISES += [
             "L (window - 1) tokens: Mistral 7B's window of 4096 over 32 layers gives about 131K "
             "(Jiang et al. 2023, Section 2, which counts W per layer).",
             "每一层最多把信息往回传 window - 1 个位置，所以 L 层能覆盖 L (window - 1) 个 token："
-            "Mistral 7B 窗口 4096、32 层，约 131K（Jiang 等 2023，第 2 节，按每层 W 计）。"),
+            "Mistral 7B 窗口 4096、32 层，约 131K（Jiang et al. 2023，第 2 节，按每层 W 计）。"),
          _q("Why do Gemma 3 and gpt-oss keep some global layers?", "为什么 Gemma 3 和 gpt-oss 还保留一些全局层？",
             "Local layers alone only pass long-range information through many hops; one global "
             "layer every few local ones reads the whole context directly. Gemma 3 interleaves 5 "
@@ -661,9 +661,9 @@ _EXERCISES += [
             "Section 3.1) reproduce in small models at high learning rates and QK-norm removes. "
             "Dehghani et al. (arXiv 2302.05442) used it to train ViT-22B.",
             "它给每个注意力 logit 加了上界：每个头的 q、k 均方根为 1 时，|q · k| / sqrt(head_dim) "
-            "不超过 sqrt(head_dim) max|q_norm.weight| max|k_norm.weight|（柯西-施瓦茨不等式），logit 就不会无限增长。Wortsman 等"
+            "不超过 sqrt(head_dim) max|q_norm.weight| max|k_norm.weight|（柯西-施瓦茨不等式），logit 就不会无限增长。Wortsman et al."
             "（arXiv 2309.14322，3.1 节）在小模型、大学习率下复现了这种 logit 增长，QK-norm 消除了它；"
-            "Dehghani 等（arXiv 2302.05442）用它训练了 ViT-22B。"),
+            "Dehghani et al.（arXiv 2302.05442）用它训练了 ViT-22B。"),
          _q("Why before RoPE, and does the order matter?", "为什么放在 RoPE 之前？顺序有影响吗？",
             "RoPE rotates feature pairs and keeps each pair's norm, so without the norm's weight "
             "the two orders agree; with a learned per-feature weight they do not, since RoPE "
