@@ -16,7 +16,7 @@ TERMS = [
     ("per channel", r"\bchannels?\b", r"通道"),
     ("variance", r"variance|\bvar\b", r"方差|\.var\("),
     # a table's row; not the ✗ lines of the report, nor 运行 / 执行 / 进行 / 并行 / 行为
-    ("row", r"\brows?\b", r"(?<![运执进并✗] )(?<![运执进并])行(?!为)"),
+    ("row", r"\brows?\b", r"(?<!✗ )(?<![运执进并])行(?!为)"),
     ("constant", r"\bconstant (row|channel)", r"常数(行|通道)"),
     ("all-zero", r"all-zero", r"全零"),
     ("encoder-only", r"encoder-only", r"仅编码器"),
