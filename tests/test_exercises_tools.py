@@ -17,7 +17,7 @@ from normlib.exercises import codes, drill
 from normlib.exercises._generic import GENERIC_MISTAKES, OUTCOMES
 from normlib.exercises._zh import ZH, ZH_BY_CODE
 from tools import generate_exercises as generate
-from tools import mistake_codes, workspace
+from tools import mistake_codes, translations, workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -425,3 +425,41 @@ def test_result_carries_code_and_messages_and_the_report_speaks_chinese():
     assert str(result).startswith("LayerNorm · ") and ex.language() == "en"
     with pytest.raises(ValueError, match="lang='fr'"):
         ex.set_language("fr")
+
+
+# --------------------------------------------------------------------------- Chinese practice outputs
+def _practice(source: str, printed: str) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(source, id="check")
+    cell.outputs = [nbformat.v4.new_output("stream", text=printed)]
+    cell.execution_count = 3
+    nb.cells = [nbformat.v4.new_markdown_cell("# Exercise", id="title"), cell]
+    return nb
+
+
+def test_a_chinese_practice_notebook_keeps_the_outputs_it_was_executed_with(tmp_path):
+    target = tmp_path / "01_a.ipynb"
+    nbformat.write(_practice("result = check(f)", "尚未实现"), target)
+    english = _practice("result = check(f)", "not implemented yet")
+    assert translations.keep_outputs(english, target)
+    assert english.cells[1].outputs[0].text == "尚未实现"
+
+
+def test_a_chinese_practice_notebook_whose_code_changed_keeps_the_english_outputs(tmp_path):
+    target = tmp_path / "01_a.ipynb"
+    assert not translations.keep_outputs(_practice("x = 1", "English"), target)   # not written yet
+    nbformat.write(_practice("result = check(f)", "尚未实现"), target)
+    english = _practice("result = check(g)", "not implemented yet")
+    assert not translations.keep_outputs(english, target)
+    assert english.cells[1].outputs[0].text == "not implemented yet"
+
+
+def test_every_chinese_practice_notebook_reports_in_chinese():
+    """Their saved check outputs are the Chinese report (set_language("zh")), not the English one."""
+    practice = sorted((ROOT / "notebooks" / "zh" / "exercises").glob("[01][0-9]_*.ipynb"))
+    assert len(practice) == 16                          # the drill (00, no checker output) and 01-15
+    for path in practice[1:]:
+        nb = nbformat.read(path, as_version=4)
+        printed = "\n".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
+                            for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+        assert "尚未实现" in printed and "not implemented yet" not in printed, path.name

@@ -19,7 +19,8 @@ edition goes to it (its ``#heading`` anchor translated, since JupyterLab's ancho
 text), anything else goes to the English file, one level up.
 
 Code comments are translated too; nothing else in a code cell changes (code, outputs, execution
-counts, metadata and attachments are the English notebook's: a comment changes no output).
+counts, metadata and attachments are the English notebook's: a comment changes no output; the
+practice notebooks' outputs are the exception, below).
 ``_translations/[exercises/]NAME.comments.md`` holds one block per code cell that has comments in
 prose (a shape alone, ``# (B, T, C)``, or a pragma stays as it is), each opened by a marker and
 holding one line per comment, its English text, `` => `` and the Chinese (a one-word label, such as
@@ -32,7 +33,10 @@ a token of an example sentence, may stay as it is)::
 text for its translation in place (what follows the ``#`` and its blank). One more code change: a
 Chinese practice notebook's first cell that imports from ``normlib.exercises`` also imports
 ``set_language`` and calls ``set_language("zh")`` after its imports, so that its checkers report in
-Chinese (``--check`` holds the generated notebooks to this like to everything else).
+Chinese (``--check`` holds the generated notebooks to this like to everything else). Their outputs
+are therefore their own, not the English notebook's: a Chinese practice notebook whose code cells
+are unchanged keeps the outputs it was executed with, and ``--write`` executes one whose code
+changed (nbval then holds the saved outputs to what executing the notebook prints).
 
 ``--check`` fails, naming notebook and cell, when an English markdown cell has no block, when a
 block's sha no longer matches the English source (the English changed: the translation is stale),
@@ -68,6 +72,7 @@ import os
 import pathlib
 import posixpath
 import re
+import subprocess
 import sys
 import tokenize
 
@@ -449,6 +454,30 @@ def chinese_checkers(source: str) -> str | None:
     return "\n".join(lines)
 
 
+def keep_outputs(nb, target: pathlib.Path) -> bool:
+    """A practice notebook's checkers report in Chinese, so its outputs are its own, not the English
+    notebook's: when every code cell of ``nb`` has the source it has in the Chinese notebook on disk,
+    ``nb`` takes that notebook's outputs, execution counts and times, and widget state (the outputs
+    of its last execution, which nbval holds to what executing it prints). False, leaving the
+    English outputs, when there is no such notebook or its code differs: it must be executed."""
+    if not target.exists():
+        return False
+    old = nbformat.reads(target.read_text("utf-8"), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    old_code = [c for c in old.cells if c.cell_type == "code"]
+    if [(c.id, c.source) for c in code] != [(c.id, c.source) for c in old_code]:
+        return False
+    for cell, old_cell in zip(code, old_code, strict=True):
+        cell.outputs, cell.execution_count = old_cell.outputs, old_cell.execution_count
+        cell.metadata.pop("execution", None)
+        if "execution" in old_cell.metadata:
+            cell.metadata["execution"] = old_cell.metadata["execution"]
+    nb.metadata.pop("widgets", None)
+    if "widgets" in old.metadata:
+        nb.metadata["widgets"] = old.metadata["widgets"]
+    return True
+
+
 # ------------------------------------------------------------------------------ headings, links
 
 def headings(markdown: str) -> list[str]:
@@ -504,6 +533,7 @@ class Edition:
         self.nbs = {p: nbformat.read(p, as_version=4) for p in self.english}
         self.blocks: dict[pathlib.Path, list[Block]] = {}
         self.problems: list[str] = []
+        self.unexecuted: set[pathlib.Path] = set()   # practice notebooks generated with English outputs
         for p in self.english:
             path = layout.translation(p)
             if path.exists():
@@ -651,6 +681,8 @@ class Edition:
                 if cell.cell_type == "code" and (source := chinese_checkers(cell.source)):
                     cell.source = source
                     break
+            if not keep_outputs(nb, self.layout.chinese(english)):
+                self.unexecuted.add(english)
         return nb
 
     def generated(self, english: pathlib.Path):
@@ -900,6 +932,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         for path in edition.write():
             print(f"wrote {rel(path)}")
+        run = [layout.chinese(english) for english in sorted(edition.unexecuted)]
+        if run:                     # practice notebooks whose code changed: their outputs in Chinese
+            subprocess.run([sys.executable, "-m", "nbconvert", "--to", "notebook", "--execute",
+                            "--inplace", "--ExecutePreprocessor.timeout=300", *map(str, run)],
+                           check=True, cwd=layout.notebooks.parent)
+            edition = Edition(layout)
+            edition.write()         # as nbformat.writes writes them (nbconvert adds a newline)
     problems = edition.check()
     print(_pending_note(layout))
     if problems:
