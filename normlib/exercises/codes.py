@@ -95,7 +95,7 @@ SUBMISSION_CODES = {
     "submission.symlink": (
         "symbolic link", "the notebook (or the student's folder) is a symbolic link: the grader "
         "reads only files handed in as files. Hand in the notebook itself.",
-        "笔记本（或学生文件夹）是一个符号链接：评分程序只读取以文件形式提交的内容。请提交笔记本文件本身。",
+        "笔记本（或学生文件夹）是一个符号链接：评分器只读取以文件形式提交的内容。请提交笔记本文件本身。",
         "ln -s ../alice/08_gelu_tanh.ipynb 08_gelu_tanh.ipynb"),
     "submission.unreadable": (
         "folder unreadable", "the student's folder could not be read (its permissions?): nothing "
@@ -110,7 +110,7 @@ SUBMISSION_CODES = {
     "submission.tampered": (
         "record refused", "the grader refused what came back from running this answer (a record "
         "it cannot trust): the answer is listed under \"needs a look\" in the report.",
-        "评分程序拒收了运行这份答案后返回的结果（无法信任的记录）：报告的“需要人工查看”一节列出了它。",
+        "评分器拒收了运行这份答案后返回的结果（无法信任的记录）：报告的“需要人工查看”一节列出了它。",
         "an answer that writes its own record on the grader's pipe"),
     "submission.not_graded": (
         "not graded", "the grading run was stopped before this answer was graded: grade again.",
@@ -119,7 +119,7 @@ SUBMISSION_CODES = {
     "submission.sandbox": (
         "no sandbox", "the grader could not start a sandbox to run this answer in: nothing was "
         "checked (see ISOLATION.md).",
-        "评分程序无法启动运行这份答案的沙箱：没有进行任何检查（见 ISOLATION.md）。",
+        "评分器无法启动运行这份答案的沙箱：没有进行任何检查（见 ISOLATION.md）。",
         "bubblewrap refused to start on this machine"),
 }
 
