@@ -309,13 +309,13 @@ def _student(jobs_in: int, send, mapped: int) -> None:
                   "message": "the record was larger than a frame"})
 
 
-def _start_student(jobs_in: int, records_out: int, tmp_bytes: int) -> None:
+def _start_student(jobs_in: int, records_out: int, tmp_bytes: int, keep: list[str]) -> None:
     """The forked process for one student (never returns): its own namespaces (_namespaces.py),
     no privileges, then a child that is PID 1 there and serves the student's jobs."""
     status = 70
     try:
         mapped = _mapped_bytes()
-        enter_student_namespaces(tmp_bytes)
+        enter_student_namespaces(tmp_bytes, keep)
         drop_privileges()
         pid = os.fork()
         if pid == 0:                       # PID 1 of the student's namespace
@@ -340,6 +340,8 @@ def serve(argv: list[str] | None = None) -> None:
     parser.add_argument("--path", action="append", default=[], help="prepend to sys.path")
     parser.add_argument("--preload", action="append", default=[], help="import once")
     parser.add_argument("--tmp-bytes", type=int, required=True, help="each student's /tmp")
+    parser.add_argument("--keep", action="append", default=[],
+                        help="a read-only folder under /tmp that each student's /tmp keeps")
     args = parser.parse_args(argv)
     sys.path[:0] = args.path
     for module in args.preload:
@@ -357,7 +359,7 @@ def serve(argv: list[str] | None = None) -> None:
             return
         pid = os.fork()
         if pid == 0:
-            _start_student(jobs_in, records_out, args.tmp_bytes)
+            _start_student(jobs_in, records_out, args.tmp_bytes, args.keep)
         os.waitpid(pid, 0)
 
 

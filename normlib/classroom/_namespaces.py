@@ -42,9 +42,11 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
            f"mount {target}")
 
 
-def enter_student_namespaces(tmp_bytes: int) -> None:
-    """Unshare every namespace, map this uid to itself, make /tmp private and cover /proc. The
-    caller forks next: its child is PID 1 of the new PID namespace."""
+def enter_student_namespaces(tmp_bytes: int, keep: list[str] = ()) -> None:
+    """Unshare every namespace, map this uid to itself, make /tmp private (``keep``: read-only
+    folders under /tmp, the Python environment of a clone in a temporary folder, bound into the
+    new /tmp at their paths) and cover /proc. The caller forks next: its child is PID 1 of the
+    new PID namespace."""
     uid, gid = os.getuid(), os.getgid()
     _check(_libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWNET |
                          _CLONE_NEWIPC | _CLONE_NEWUTS), "unshare")
@@ -55,7 +57,6 @@ def enter_student_namespaces(tmp_bytes: int) -> None:
     with open("/proc/self/gid_map", "w") as f:
         f.write(f"{gid} {gid} 1")
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
-    _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={tmp_bytes},mode=0700")
     # /proc's cover holds /proc/cpuinfo alone (read-only): torch reads it the first time it
     # meets a float16 or bfloat16 tensor
     stage = "/tmp/.proc"
@@ -68,6 +69,14 @@ def enter_student_namespaces(tmp_bytes: int) -> None:
     _mount(None, stage, None, _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
     _mount(stage, "/proc", None, _MS_MOVE)
     os.rmdir(stage)
+    stage = "/tmp/.student"
+    os.mkdir(stage, 0o700)
+    _mount("tmpfs", stage, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={tmp_bytes},mode=0700")
+    for folder in keep:                    # read-only binds stay read-only (their flag is locked)
+        inside = stage + folder[len("/tmp"):]
+        os.makedirs(inside, exist_ok=True)
+        _mount(folder, inside, None, _MS_BIND | _MS_REC)
+    _mount(stage, "/tmp", None, _MS_MOVE)
 
 
 class _CapHeader(ctypes.Structure):

@@ -95,17 +95,23 @@ def bwrap_command(*, exclude: list[Path] = (), extra_paths: list[Path] = (),
                 "/etc/localtime"):
         if os.path.exists(etc):
             cmd += ["--ro-bind", etc, etc]
+    # /tmp first: an environment that lives under /tmp (a clone in a temporary folder) is bound
+    # over it, and each student's own /tmp keeps it visible (_namespaces.py)
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(2**20), "--tmpfs", "/tmp"]
     extra = [os.path.realpath(p) for p in extra_paths]
-    for d in [*_dirs_to_bind(list(exclude)), *extra]:
+    binds = [*_dirs_to_bind(list(exclude)), *extra]
+    for d in binds:
         cmd += ["--ro-bind", d, d]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(2**20), "--tmpfs", "/tmp",
-            "--chdir", "/tmp"]
+    cmd += ["--chdir", "/"]
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
            "MPLCONFIGDIR": "/tmp/mpl", "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     for key, value in env.items():
         cmd += ["--setenv", key, value]
     cmd += ["--", sys.executable, "-I", "-B", "-m", "normlib.classroom._child",
             "--tmp-bytes", str(TMP_BYTES)]
+    for d in binds:
+        if d.startswith("/tmp/"):
+            cmd += ["--keep", d]
     for p in extra:
         cmd += ["--path", p]
     for module in preload:
