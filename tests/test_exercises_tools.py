@@ -275,7 +275,7 @@ def test_drill_picks_checks_and_asks(capsys):
     d.start()
     result = d.done(good_ln)
     out = capsys.readouterr().out
-    assert result.passed and "Time: " in out and "within the target" in out
+    assert result.passed and "Time · 用时: " in out and "within the target · 在目标用时内" in out
     assert "The interviewer asks next" in out and "面试官接着问" in out
     d.start()
     assert d.done() is None and "Nothing to check yet: define `layer_norm`" in capsys.readouterr().out

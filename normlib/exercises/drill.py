@@ -67,7 +67,8 @@ class Drill:
         return (f"### {e.title} · {e.title_zh}  (target: {e.minutes} min · 目标用时 {e.minutes} 分钟)\n\n"
                 f"{e.task}\n\n{e.task_zh}\n\n"
                 f"Write it below under the name `{e.name}`, starting from this stub; "
-                f"`drill.done()` then stops the clock and checks it.\n\n"
+                f"`drill.done()` then stops the clock and checks it. · "
+                f"从下面的桩函数开始，以 `{e.name}` 为名写出来；然后 `drill.done()` 停止计时并检查。\n\n"
                 f"```python\n{e.stub}```")
 
     def start(self) -> Drill:
@@ -89,11 +90,13 @@ class Drill:
             self._timer.playing = False
         e = self.exercise
         target = e.minutes * 60
-        verdict = "within the target" if self.elapsed <= target else f"target {e.minutes} min"
-        print(f"Time: {format_duration(self.elapsed)} ({verdict}).")
+        verdict = "within the target · 在目标用时内" if self.elapsed <= target else \
+            f"target {e.minutes} min · 目标 {e.minutes} 分钟"
+        print(f"Time · 用时: {format_duration(self.elapsed)} ({verdict}).")
         if answer is None:
             print(f"Nothing to check yet: define `{e.name}` (the name in the stub), then run "
-                  "drill.done() again.")
+                  f"drill.done() again. · 还没有可检查的内容：先定义 `{e.name}`（桩函数里的名字），"
+                  "再运行 drill.done()。")
         else:
             self.result = e.checker(answer)
             print(self.result.report())
