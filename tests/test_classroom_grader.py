@@ -17,8 +17,10 @@ import pytest
 from test_exercises_unseen import CANNOT_TELL, CHECKERS
 
 from normlib.classroom import Limits, grade_class, nbgitpuller_link
+from normlib.classroom import grade as grade_module
 from normlib.classroom.__main__ import main
 from normlib.classroom.grade import find_submissions, run_items
+from normlib.classroom.sandbox import Sandbox
 from normlib.exercises import EXERCISES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -212,6 +214,21 @@ def test_a_submission_that_never_ends_is_killed(tmp_path):
     assert complete and [r["code"] for r in rows] == ["submission.timeout"] * 2
     left = subprocess.run(["pgrep", "-f", "sleep 600"], capture_output=True, text=True).stdout
     assert not left.strip(), "the submission's own subprocess outlived it"
+
+
+@needs_bwrap
+def test_one_worker_serves_student_after_student(tmp_path, monkeypatch):
+    """Each student gets namespaces of their own inside the same worker: one torch import for
+    the class, not one per student (a leftover folder once made every second student fail to
+    open, and a new worker was started for each)."""
+    for student in ("alice", "bob", "carol"):
+        hand_in(tmp_path, student, "gelu_tanh", solution("gelu_tanh"))
+    started = []
+    monkeypatch.setattr(grade_module, "Sandbox",
+                        lambda command: started.append(1) or Sandbox(command))
+    _, _, items = find_submissions(tmp_path)
+    rows, complete = run_items(items, Limits(), workers=1, progress=False)
+    assert complete and all(r["passed"] for r in rows) and len(started) == 1
 
 
 def test_a_worker_that_cannot_start_is_a_row_not_a_hang(tmp_path):

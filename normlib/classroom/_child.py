@@ -40,7 +40,7 @@ from normlib.exercises import EXERCISES  # noqa: E402
 from normlib.exercises._harness import describe_exception  # noqa: E402
 
 from ._frames import FrameBuffer, encode, read_frame  # noqa: E402
-from ._namespaces import drop_privileges, enter_student_namespaces  # noqa: E402
+from ._namespaces import drop_privileges, enter_student_namespaces, staging_folders  # noqa: E402
 
 __all__ = ["serve", "run", "PREAMBLE", "OutputLimitExceeded"]
 
@@ -361,6 +361,8 @@ def serve(argv: list[str] | None = None) -> None:
         if pid == 0:
             _start_student(jobs_in, records_out, args.tmp_bytes, args.keep)
         os.waitpid(pid, 0)
+        for folder in staging_folders(pid):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ctypes
 import os
 
-__all__ = ["enter_student_namespaces", "drop_privileges"]
+__all__ = ["enter_student_namespaces", "drop_privileges", "staging_folders"]
 
 _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
@@ -59,7 +59,7 @@ def enter_student_namespaces(tmp_bytes: int, keep: list[str] = ()) -> None:
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
     # /proc's cover holds /proc/cpuinfo alone (read-only): torch reads it the first time it
     # meets a float16 or bfloat16 tensor
-    stage = "/tmp/.proc"
+    stage = f"/tmp/.proc-{os.getpid()}"   # in the worker's /tmp: a name of this student's own
     os.mkdir(stage, 0o755)
     _mount("tmpfs", stage, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, "size=16k,mode=0755")
     open(f"{stage}/cpuinfo", "w").close()
@@ -69,7 +69,7 @@ def enter_student_namespaces(tmp_bytes: int, keep: list[str] = ()) -> None:
     _mount(None, stage, None, _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
     _mount(stage, "/proc", None, _MS_MOVE)
     os.rmdir(stage)
-    stage = "/tmp/.student"
+    stage = f"/tmp/.student-{os.getpid()}"    # left in the worker's /tmp: staging_folders()
     os.mkdir(stage, 0o700)
     _mount("tmpfs", stage, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={tmp_bytes},mode=0700")
     for folder in keep:                    # read-only binds stay read-only (their flag is locked)
@@ -77,6 +77,12 @@ def enter_student_namespaces(tmp_bytes: int, keep: list[str] = ()) -> None:
         os.makedirs(inside, exist_ok=True)
         _mount(folder, inside, None, _MS_BIND | _MS_REC)
     _mount(stage, "/tmp", None, _MS_MOVE)
+
+
+def staging_folders(pid: int) -> list[str]:
+    """The folders the student's process ``pid`` made in the worker's /tmp and could not remove
+    (its new /tmp was moved over them): the worker's server removes them when it has ended."""
+    return [f"/tmp/.proc-{pid}", f"/tmp/.student-{pid}"]
 
 
 class _CapHeader(ctypes.Structure):
