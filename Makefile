@@ -124,7 +124,7 @@ exercises: setup
 practice: exercises
 	$(VENV)/bin/jupyter lab --notebook-dir=workspace $(ROOT_FLAG)
 
-# The repository a class clones (docs/teaching.md, "Preparing the course repository"): the lessons,
+# The repository a class clones (docs/classroom.md, "Preparing the course repository"): the lessons,
 # editable practice notebooks with a classroom banner, normlib; no solutions, tests or tools. DEST
 # is a new folder outside this repository, or an earlier build: each run adds one commit there and
 # never rewrites a practice notebook it released (tools/course.py).
@@ -189,7 +189,7 @@ $(SLIDES_NPM): tools/slides/package.json tools/slides/package-lock.json
 clean:
 	rm -rf $(VENV) $(STATE) normlib.egg-info
 
-# The classroom kit (classroom/, docs/teaching.md). `hub`: a trial JupyterHub on 127.0.0.1 for a
+# The classroom kit (classroom/, docs/classroom.md). `hub`: a trial JupyterHub on 127.0.0.1 for a
 # laptop (test users, one password, everyone as your Unix user: never for a real class).
 # `e2e-classroom`: two students on that hub in Chromium, nbgitpuller links, an instructor's update,
 # the grader (tests/e2e_classroom). The hub's packages (classroom/requirements.txt) go into .venv on

@@ -1,4 +1,4 @@
-"""JupyterHub settings for a real class on one server (docs/teaching.md, "Running a hub").
+"""JupyterHub settings for a real class on one server (docs/classroom.md, "Running a hub").
 
 Written for The Littlest JupyterHub (TLJH), which runs JupyterHub with a systemd spawner (each
 student a Unix user of their own, memory and CPU limits enforced by systemd) and reads extra
@@ -9,7 +9,7 @@ settings from /opt/tljh/config/jupyterhub_config.d/. Install it there:
 
 TLJH's own `tljh-config set ...` keys do the same for some of these (limits.memory,
 limits.cpu, auth.type); set each thing in one place only. Values here are for the collection's
-lessons: see docs/teaching.md for the measured memory of one student's server and the sizing.
+lessons: see docs/classroom.md for the measured memory of one student's server and the sizing.
 """
 
 c = get_config()  # noqa: F821 (JupyterHub's config loader defines get_config)
@@ -22,7 +22,7 @@ c.Spawner.default_url = "/lab"
 # spawners ignore them). A student's server with a lesson open and its imports run (torch,
 # matplotlib, normlib) is measured by `make e2e-classroom`; the training cells of lessons 04, 05 and
 # 07 need more while they run. 1 GiB leaves room for that; the hub's RAM is sized on the typical
-# use, not on this limit (docs/teaching.md).
+# use, not on this limit (docs/classroom.md).
 c.Spawner.mem_limit = "1G"
 c.Spawner.cpu_limit = 1
 # Stop servers left idle for an hour (TLJH runs jupyterhub-idle-culler; its own setting is

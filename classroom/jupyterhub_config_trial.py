@@ -5,7 +5,7 @@ listed below, one shared password) and the ``simple`` spawner, which starts ever
 JupyterLab as YOUR Unix user with its home in the hub's folder. Nothing separates the students but
 the hub's own checks (a student cannot open another's server through the hub, but could read their
 files from a terminal), so it listens on the loopback only. A real class uses
-classroom/jupyterhub_config.py (docs/teaching.md, "Running a hub").
+classroom/jupyterhub_config.py (docs/classroom.md, "Running a hub").
 
 Settings, from the environment (the Makefile sets them):
   NORMLIB_HUB_DIR       the hub's folder: database, cookie secret, logs, students' homes (homes/NAME)

@@ -17,7 +17,7 @@ and nothing else: not notebooks/exercises/ (the solutions live there), tests/, t
 
 The first run commits once. A later run on DEST (an earlier build, or a clone of the course
 repository) adds one commit on top of its history and never rewrites it: students' copies follow
-it through nbgitpuller, which cannot merge a rewritten history (docs/teaching.md, "The merge rule").
+it through nbgitpuller, which cannot merge a rewritten history (docs/classroom.md, "The merge rule").
 Two kinds of files:
 
 - *Rebuilt* every run: normlib/, notebooks/ (files the collection no longer has are removed),

@@ -10,7 +10,7 @@ again: ana's answer is still there, the lesson change and the new notebook reach
 open ben's files through the hub. The grader then reads both students' practice notebooks and its
 gradebook names ana's mistake by its code. Printed, never asserted: the memory of ben's idle
 server with a lesson open (server and kernel, resident set), which sizes a real hub
-(docs/teaching.md).
+(docs/classroom.md).
 
 Whatever happens, the hub is stopped with SIGINT (it stops the proxy and the students' servers),
 then anything left of the processes this test recorded is killed by PID.
@@ -44,7 +44,7 @@ PAGE_TIMEOUT_MS = 180_000          # a first spawn imports JupyterLab on a loade
 STUDENTS = ("ana", "ben")
 REPO_DIR = "collection"            # nbgitpuller clones into ~/<the repository's folder name>
 # The course repository hands out editable copies of the practice notebooks (the generated ones in
-# notebooks/exercises/ are read-only in JupyterLab), made as docs/teaching.md says:
+# notebooks/exercises/ are read-only in JupyterLab), made as docs/classroom.md says:
 # python -m tools.workspace --dest practice, committed.
 PRACTICE_DIR = "practice"
 PRACTICE = f"{PRACTICE_DIR}/01_layer_norm.ipynb"
@@ -362,7 +362,7 @@ def test_a_class_of_two(browser, hub, record_property):
     submissions, out = hub.state / "submissions", hub.state / "graded"
     submissions.mkdir()
     for user in STUDENTS:          # a copy of each student's practice folder, links left out, as
-        # docs/teaching.md gathers them (the grader follows no symbolic link)
+        # docs/classroom.md gathers them (the grader follows no symbolic link)
         shutil.copytree(hub.home(user) / REPO_DIR / PRACTICE_DIR, submissions / user,
                         symlinks=True, ignore=lambda folder, names: [
                             n for n in names if (pathlib.Path(folder) / n).is_symlink()])
