@@ -187,7 +187,7 @@ $(SLIDES_NPM): tools/slides/package.json tools/slides/package-lock.json
 	touch $@
 
 clean:
-	rm -rf $(VENV) $(STATE) normlib.egg-info
+	rm -rf $(VENV) $(STATE) normlib.egg-info build/site build/site-doctrees build/site-frames build/site-vendor
 
 # The classroom kit (classroom/, docs/classroom.md). `hub`: a trial JupyterHub on 127.0.0.1 for a
 # laptop (test users, one password, everyone as your Unix user: never for a real class).
@@ -216,3 +216,39 @@ $(HUB_STAMP): $(STAMP) classroom/requirements.txt
 $(HUB_NPM): classroom/package.json classroom/package-lock.json
 	cd classroom && npm ci --no-audit --no-fund
 	touch $@
+
+# The lessons as one offline website in build/site/ (README, "Read it without installing"): English
+# and Chinese editions, practice notebooks (never a solution), cheat sheet, mistake codes and guides,
+# from the stored outputs; each lesson widget moves over frames pre-rendered in the lesson's own
+# kernel (tools/site/frames.py, rebuilt when a lesson or normlib changes). Sphinx and jieba
+# (site/requirements.txt) go into .venv on first use; MathJax, require.js and the widget manager come
+# from site/package-lock.json. Open build/site/index.html, or serve it:
+# python -m http.server --bind 127.0.0.1 --directory build/site 8000
+SITE_STAMP := $(VENV)/.installed-site
+SITE_NPM   := site/node_modules/.package-lock.json
+SITE_FRAMES := build/site-frames/frames/manifest.js
+SITE_VENDOR := build/site-vendor/jieba_user_dict.txt
+.PHONY: site e2e-site
+site: setup $(SITE_STAMP) $(SITE_FRAMES) $(SITE_VENDOR)
+	$(VENV)/bin/sphinx-build -W --keep-going -q -b html -c site -d build/site-doctrees . build/site
+	@echo "site: open build/site/index.html ($$(du -sh build/site | cut -f1))"
+
+$(SITE_FRAMES): $(STAMP) notebooks/[0-9]*.ipynb notebooks/zh/[0-9]*.ipynb normlib/*.py tools/site/*.py
+	OMP_NUM_THREADS=1 $(PY) -m tools.site.frames --out build/site-frames
+
+$(SITE_VENDOR): $(SITE_NPM) tools/site/vendor.py tools/site/jieba_dict.py notebooks/zh/_translations/glossary.md
+	$(PY) -m tools.site.vendor --out build/site-vendor
+	$(PY) -m tools.site.jieba_dict $@
+
+$(SITE_STAMP): $(STAMP) site/requirements.txt
+	$(PY) -m pip install --quiet -r site/requirements.txt -c requirements.txt
+	touch $@
+
+$(SITE_NPM): site/package.json site/package-lock.json
+	cd site && npm ci --no-audit --no-fund
+	touch $@
+
+# The site in Chromium (tests/e2e_site): every page offline, each pre-rendered widget moved once,
+# Chinese and English search.
+e2e-site: site
+	E2E=1 $(PY) -m pytest tests/e2e_site -v --timeout 900 -n 0

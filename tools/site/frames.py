@@ -130,7 +130,7 @@ def manifest(grids_by_lesson: dict[str, dict], frames_url: str = "frames") -> di
                 entries[stored["model"]] = {
                     "folder": f"{frames_url}/{stem}/{cell_id}-{k}", "count": g["count"],
                     "output": stored["output"],
-                    "controls": [{"model": m, **c} for m, c in zip(stored["controls"], g["controls"])]}
+                    "controls": [{"model": m, **c} for m, c in zip(stored["controls"], g["controls"], strict=True)]}
     return entries
 
 
@@ -141,7 +141,7 @@ def main(argv=None) -> int:
     parser.add_argument("notebooks", nargs="*", type=pathlib.Path)
     args = parser.parse_args(argv)
     paths = [p.resolve() for p in args.notebooks] or lessons()
-    frames = args.out / "frames"
+    frames = args.out.resolve() / "frames"      # absolute: the kernels run in notebooks/
     shutil.rmtree(frames, ignore_errors=True)
     frames.mkdir(parents=True)
     workers = min(2, os.cpu_count() or 1, len(paths))

@@ -25,7 +25,7 @@ def even_subset(n: int, k: int, keep: int) -> list[int]:
         raise ValueError(f"even_subset: need 0 <= keep < n, got n={n}, keep={keep}")
     if k >= n:
         return list(range(n))
-    k = max(k, 2)
+    k = max(k, 2 if keep in (0, n - 1) else 3)
     chosen = {round(i * (n - 1) / (k - 1)) for i in range(k)}
     if keep not in chosen:          # the starting value replaces its nearest inner stop
         inner = sorted(chosen - {0, n - 1}, key=lambda i: abs(i - keep))
@@ -40,15 +40,16 @@ def plan(sizes: list[int], sliders: list[bool], starts: list[int], cap: int = CA
     ``starts[i]`` the index shown first. Options are kept whole; sliders share ``cap`` evenly."""
     if not (len(sizes) == len(sliders) == len(starts)):
         raise ValueError("plan: sizes, sliders and starts must have one entry per control")
-    fixed = math.prod(n for n, s in zip(sizes, sliders) if not s)
+    fixed = math.prod(n for n, s in zip(sizes, sliders, strict=True) if not s)
     thinned = [i for i, s in enumerate(sliders) if s]
     kept = [list(range(n)) for n in sizes]
     if fixed * math.prod(sizes[i] for i in thinned) <= cap or not thinned:
         return kept
-    budget = max(cap / fixed, 2 ** len(thinned))
-    # Grow the sliders one stop at a time, the one with the fewest kept values relative to its steps
-    # first, while the grid stays within the budget.
-    counts = {i: 2 for i in thinned}
+    # Each slider keeps at least its ends and its start (2 or 3 values); then the sliders grow one
+    # stop at a time, the one with the fewest kept values relative to its steps first, while the
+    # grid stays within the budget.
+    counts = {i: min(sizes[i], 2 if starts[i] in (0, sizes[i] - 1) else 3) for i in thinned}
+    budget = max(cap / fixed, math.prod(counts.values()))
     while True:
         grow = [i for i in thinned if counts[i] < sizes[i]
                 and math.prod(counts[j] + (j == i) for j in thinned) <= budget]

@@ -82,20 +82,20 @@ def render(model_id: str, folder: str, cap: int = grid.CAP) -> str:
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for number, indices in enumerate(grid.combinations(kept)):
-        for control, axis, index in zip(controls, axes, indices):
+        for control, axis, index in zip(controls, axes, indices, strict=True):
             _set(control, axis, index)
         errors = [o for o in out.outputs if o.get("output_type") == "error"]
         if errors:
             raise RuntimeError(f"site frames: the widget's update raised at "
-                               f"{[a['values'][i] for a, i in zip(axes, indices)]}:\n"
+                               f"{[a['values'][i] for a, i in zip(axes, indices, strict=True)]}:\n"
                                + "".join(errors[0]["traceback"]))
         images = [o["data"]["image/png"] for o in out.outputs if "image/png" in o.get("data", {})]
         if len(images) != 1:
             raise RuntimeError(f"site frames: widget {model_id} showed {len(images)} images, not 1")
         (folder / f"{number}.png").write_bytes(base64.b64decode(images[0]))
-    for control, axis, start in zip(controls, axes, starts):
+    for control, axis, start in zip(controls, axes, starts, strict=True):
         _set(control, axis, start)
     return json.dumps({"count": len(grid.combinations(kept)), "controls": [
         {"kind": a["kind"], "values": [a["values"][i] for i in k], "start": k.index(a["start"]),
          **({"labels": [a["labels"][i] for i in k]} if "labels" in a else {})}
-        for a, k in zip(axes, kept)]})
+        for a, k in zip(axes, kept, strict=True)]})
