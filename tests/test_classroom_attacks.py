@@ -201,7 +201,7 @@ def test_honest_rows_are_untouched(attacked):
 
 def test_no_secret_and_no_path_reaches_an_answer(attacked):
     root, out, _, plant, *_ = attacked
-    everything = "".join(p.read_text(encoding="utf-8") for p in out.iterdir())
+    everything = "".join(p.read_text(encoding="utf-8") for p in out.rglob("*") if p.is_file())
     assert SECRET not in everything
     printed = _rows(out)["m-env", "08_gelu_tanh"]["output"]
     assert "LECTURER" not in printed and str(root) not in printed and "/usr/bin:/bin" in printed

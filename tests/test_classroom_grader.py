@@ -181,7 +181,8 @@ def test_the_gradebook_and_results(graded):
     _, out, rows, _ = graded
     with open(out / "gradebook.csv", newline="", encoding="utf-8") as f:
         book = list(csv.reader(f))
-    assert book[0] == ["student", "exercise", "passed", "code", "message"]
+    assert book[0] == ["student", "exercise", "passed", "code", "message", "status", "points",
+                       "max_points", "submitted_at", "late"]
     assert len(book) == len(rows) + 1
     for line in book[1:]:
         assert line[2] in ("true", "false") and (line[3] == "") == (line[2] == "true"), line
@@ -257,6 +258,7 @@ def test_the_nbgitpuller_link():
                             "notebooks/exercises/01_layer_norm.ipynb", "https://hub.example.edu/")
     assert link == ("https://hub.example.edu/hub/user-redirect/git-pull?"
                     "repo=https%3A%2F%2Fgithub.com%2Fexample%2Fnormlib.git&branch=main&"
+                    "targetPath=normlib&"       # always: nbgitpuller would clone into normlib.git
                     "urlpath=lab%2Ftree%2Fnormlib%2Fnotebooks%2Fexercises%2F01_layer_norm.ipynb")
     cli = subprocess.run([sys.executable, "-m", "normlib.classroom", "link", "--repo",
                           "https://github.com/example/normlib.git", "--branch", "main", "--path",

@@ -1,11 +1,15 @@
-"""Tools for a lecturer: grade a class's practice notebooks by mistake code, and hand out lessons
-with nbgitpuller links.
+"""Tools for a lecturer: hand out lessons with nbgitpuller links, collect the practice notebooks at a
+deadline, grade an assignment by mistake code, return feedback, export grades to an LMS.
 
-    python -m normlib.classroom grade SUBMISSIONS --out OUT     # gradebook.csv, report.html, ...
-    python -m normlib.classroom link --repo URL --path notebooks/exercises/01_layer_norm.ipynb \\
+    python -m normlib.classroom link --repo URL --path practice/01_layer_norm.ipynb \\
         --hub https://hub.example.edu
+    python -m normlib.classroom collect HOMES --out SUBMISSIONS --deadline 2026-03-06T23:59+01:00
+    python -m normlib.classroom grade SUBMISSIONS --out OUT --exercises 01_layer_norm,03_rms_norm \\
+        --roster roster.csv --format canvas      # gradebook.csv, report.html, feedback/, ...
+    python -m normlib.classroom return OUT HOMES # each student's feedback page into their home
 
-See ``normlib/classroom/ISOLATION.md`` for what the grader's per-submission isolation holds.
+See ``normlib/classroom/ISOLATION.md`` for what the grader's per-submission isolation holds, and
+docs/classroom.md for the lecturer's week.
 """
 
 from .grade import Limits, grade_class

@@ -1,10 +1,14 @@
 """Grade a class: every student's practice notebooks, each student's answers in a sandbox of their own.
 
-    python -m normlib.classroom grade SUBMISSIONS --out OUT
+    python -m normlib.classroom grade SUBMISSIONS --out OUT [--exercises ... --roster ...]
 
 SUBMISSIONS holds one folder per student (the folder's name is the student id) with the practice
 notebooks as ``make exercises`` copies them (``01_layer_norm.ipynb`` ...; the Chinese edition in
-``zh/``). The grader reads each notebook as data (never following a symbolic link, every size
+``zh/``; a changed exercise released as ``01_layer_norm_v2.ipynb``: the highest version counts),
+as ``python -m normlib.classroom collect`` gathers them. An assignment (assignment.py) says which
+exercises count, who is in the class (a roster student without a folder gets
+``submission.missing`` rows) and when it was due (each row's submitted-at time is its notebook's
+modification time; later ones are graded and marked late). The grader reads each notebook as data (never following a symbolic link, every size
 capped), picks the answer cell, and sends the answers to the student's sandbox (sandbox.py:
 bubblewrap namespaces; inside, a process per answer runs it with the exercise's checker, limited in
 time, memory, file size and output). It validates every record that comes back, appends each row
@@ -28,10 +32,12 @@ import threading
 import time
 from collections import deque
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from normlib.exercises import EXERCISES
 
+from .assignment import UNASSIGNED, Assignment, utc_iso, versioned
 from .flags import fingerprint, flags
 from .sandbox import OPEN_SECONDS, Sandbox, SandboxUnavailable, bwrap_command, checked_record
 
@@ -42,6 +48,7 @@ NOTEBOOKS = {Path(e.notebook).stem: e for e in EXERCISES.values()}     # "01_lay
 MAX_NOTEBOOK_BYTES = 20 * 2**20
 MAX_ANSWER_CHARS = 200_000       # a real answer cell is a few thousand characters
 MAX_BEFORE_CHARS = 2_000_000     # the cells before it that the child replays the imports of
+EPOCH = datetime.fromtimestamp(0, UTC)
 
 
 @dataclass(frozen=True)
@@ -63,10 +70,30 @@ class Limits:
                 raise ValueError(f"Limits: {name} must be > 0, got {value!r}")
 
 
-def _row(student, stem, edition, notebook, code, message) -> dict:
+def _row(student, stem, edition, notebook, code, message, **extra) -> dict:
     return {"student": student, "exercise": stem, "edition": edition, "notebook": notebook,
             "passed": False, "code": code, "message": message, "message_zh": None,
-            "checks": [], "output": ""}
+            "checks": [], "output": "", **extra}
+
+
+def inside_git(path: Path) -> Path | None:
+    """The git work tree that ``path`` would be in (the nearest folder above it holding .git), or
+    None."""
+    for folder in (Path(path).resolve(), *Path(path).resolve().parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def refuse_inside_git(path: Path, argument: str, allowed: bool) -> None:
+    """ValueError when ``path`` is in a git work tree and that was not allowed: one
+    ``git add -A`` there would publish the students' work or grades (a course repository is
+    cloned by the whole class)."""
+    top = inside_git(path)
+    if top is not None and not allowed:
+        raise ValueError(f"{argument}: {path} is inside the git work tree {top}, where one "
+                         "`git add -A` would publish your students' work and grades; choose a "
+                         "folder outside any repository (~/grading/...), or pass --inside-git")
 
 
 def student_id(name: str) -> str:
@@ -168,12 +195,15 @@ def _entries(folder: Path) -> list[os.DirEntry]:
         return sorted(it, key=lambda e: e.name)
 
 
-def find_submissions(root: Path) -> tuple[list[str], list[str], list[dict]]:
-    """(students, exercise stems handed in, one item per student and stem): each item is either a
-    job for a sandbox (``answer`` set) or a finished row (``code`` set). Symbolic links are never
-    followed: a student folder, a ``zh`` folder or a notebook that is a link gives that student a
-    ``submission.symlink`` row."""
+def find_submissions(root: Path, assignment: Assignment = UNASSIGNED
+                     ) -> tuple[list[str], list[str], list[dict]]:
+    """(students, exercise stems, one item per student and stem): each item is either a job for a
+    sandbox (``answer`` set) or a finished row (``code`` set). The stems are the assigned ones, or
+    every one handed in; the students are the roster's (then anyone else with a folder), or the
+    folders. Symbolic links are never followed: a student folder, a ``zh`` folder or a notebook
+    that is a link gives that student a ``submission.symlink`` row."""
     root = Path(root)
+    assigned = assignment.exercises
     folders, refused = {}, {}                   # student id -> folder; id -> why it is refused
     for entry in _entries(root):
         if entry.name.startswith("."):
@@ -197,28 +227,38 @@ def find_submissions(root: Path) -> tuple[list[str], list[str], list[dict]]:
             continue
         for edition, _, entries in places:
             for entry in entries:
-                stem = entry.name[:-len(".ipynb")] if entry.name.endswith(".ipynb") else None
-                if stem in NOTEBOOKS:
-                    found.setdefault((student, stem), []).append((edition, Path(entry.path)))
-    students = sorted({*folders, *refused})
-    stems = sorted({stem for _, stem in found})
+                stem, version = versioned(entry.name) or (None, 0)
+                if stem is not None and (assigned is None or stem in assigned):
+                    found.setdefault((student, stem), []).append(
+                        (edition, version, Path(entry.path)))
+    handed_in = sorted({*folders, *refused})
+    roster = assignment.roster.students if assignment.roster else ()
+    students = [*roster, *(s for s in handed_in if s not in roster)]
+    stems = list(assigned) if assigned is not None else sorted({stem for _, stem in found})
     items = []
     for student in students:
         for stem in stems:
-            if student in refused:
+            if student not in handed_in:
+                items.append(_row(student, stem, "en", "", "submission.missing",
+                                  f"nothing was handed in: the roster lists {student}, and "
+                                  "SUBMISSIONS has no folder of that name"))
+            elif student in refused:
                 code = "submission.symlink" if "symbolic link" in refused[student] else \
                     "submission.unreadable"
                 items.append(_row(student, stem, "en", "", code, refused[student]))
             else:
-                items.append(_item(folders[student], student, stem, found.get((student, stem), [])))
+                items.append(_item(folders[student], student, stem,
+                                   found.get((student, stem), []), assignment))
     return students, stems, items
 
 
-def _item(folder: Path, student: str, stem: str, copies: list) -> dict:
+def _item(folder: Path, student: str, stem: str, copies: list, assignment: Assignment) -> dict:
     exercise = NOTEBOOKS[stem]
     if not copies:
         return _row(student, stem, "en", "", "submission.no_answer",
                     f"no {stem}.ipynb in the student's folder")
+    top = max(version for _, version, _ in copies)          # the highest version counts
+    copies = [(edition, path) for edition, version, path in copies if version == top]
     (ids, given), candidates, problems = _practice_cells(stem), [], []
     for edition, path in copies:
         notebook = student_id(path.relative_to(folder).as_posix())
@@ -252,14 +292,17 @@ def _item(folder: Path, student: str, stem: str, copies: list) -> dict:
                 before.append(c["source"])
                 size += len(c["source"])
         worked = "raise NotImplementedError" not in answer
-        candidates.append((worked, path.stat().st_mtime, edition == "en", {
+        submitted = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        # the edition the student worked in; both: the one saved last; neither: English
+        candidates.append((worked, submitted if worked else EPOCH, edition == "en", {
             "student": student, "exercise": exercise.key, "stem": stem, "edition": edition,
             "notebook": notebook, "answer": answer, "before": before,
             "flags": flags(answer, "\n".join(c for c in before if c not in given)),
-            "sha256": fingerprint(answer)}))
+            "sha256": fingerprint(answer), "version": top,
+            "submitted_at": utc_iso(submitted) if worked else "",
+            "late": worked and assignment.late(submitted)}))
     if not candidates:
         return problems[0]
-    # the edition the student worked in; both: the one saved last; a tie: English
     return max(candidates, key=lambda c: c[:3])[3]
 
 
@@ -288,6 +331,8 @@ def _finished(item: dict, record: dict, started: float) -> dict:
     row["seconds"] = round(time.monotonic() - started, 2)      # wall clock, from the job's start
     row["cpu_seconds"] = record.get("cpu_seconds")
     row["flags"], row["sha256"] = item["flags"], item["sha256"]
+    for key in ("version", "submitted_at", "late"):
+        row[key] = item[key]
     if row["code"] == "submission.tampered":
         row["flags"] = [*row["flags"], "the sandbox returned a record the grader refused"]
     return row
@@ -517,27 +562,34 @@ def _stop_on_signals():
 
 
 def grade_class(submissions: Path, out: Path, *, limits: Limits = Limits(),
-                workers: int | None = None, progress: bool = True, extra_paths=(),
-                preload=()) -> list[dict]:
-    """Grade every student in ``submissions`` and write OUT/gradebook.csv, results.jsonl and
-    report.html (0600, in a 0700 folder); returns the rows (one per student and exercise handed in
-    by the class). Stopped by a signal, it writes what was graded, the rest marked
-    ``submission.not_graded``, and the report says the run is incomplete. ``extra_paths`` and
-    ``preload`` (folders the sandboxes also see, modules they import once) are for tests."""
-    from .report import private_folder, write_all
+                workers: int | None = None, progress: bool = True,
+                assignment: Assignment = UNASSIGNED, outputs=None, inside_git: bool = False,
+                extra_paths=(), preload=()) -> list[dict]:
+    """Grade every student in ``submissions`` and write OUT/gradebook.csv, results.jsonl,
+    report.html, feedback/ and the exports ``outputs`` asks for (report.Outputs; 0600, in 0700
+    folders); returns the rows (one per student and exercise: the assigned exercises, or every
+    one handed in). OUT must be outside any git work tree unless ``inside_git``. Stopped by a
+    signal, it writes what was graded, the rest marked ``submission.not_graded``, and the report
+    says the run is incomplete. ``extra_paths`` and ``preload`` (folders the sandboxes also see,
+    modules they import once) are for tests."""
+    from .report import Outputs, private_folder, write_all
+    from .similarity import similar_pairs
 
+    outputs = outputs or Outputs()
     submissions, out = Path(submissions), Path(out)
     if not submissions.is_dir():
         raise FileNotFoundError(f"grade: SUBMISSIONS must be a folder of student folders, "
                                 f"got {submissions}")
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"grade: --out must be a folder, got the file {out}")
-    students, stems, items = find_submissions(submissions)
+    refuse_inside_git(out, "grade --out", inside_git)
+    students, stems, items = find_submissions(submissions, assignment)
     if not students:
         raise ValueError(f"grade: {submissions} holds no student folders")
     if not stems:
         raise ValueError(f"grade: no practice notebook (01_layer_norm.ipynb ...) in any student "
                          f"folder of {submissions}")
+    similar = similar_pairs(items, outputs.similarity)
     command = bwrap_command(exclude=[submissions, out], extra_paths=list(extra_paths),
                             preload=list(preload))
     _check_sandbox(command)
@@ -552,5 +604,6 @@ def grade_class(submissions: Path, out: Path, *, limits: Limits = Limits(),
 
         rows, complete = run_items(items, limits, workers=workers, progress=progress,
                                    command=command, on_row=append, stop=stop)
-    write_all(rows, out, complete=complete)
+    write_all(rows, out, complete=complete, assignment=assignment, outputs=outputs,
+              similar=similar)
     return rows

@@ -4,10 +4,14 @@ student's hub home and opens a notebook.
 The form is nbgitpuller's (docs: "url-options", and its link generator, which encodes each value as
 JavaScript's encodeURIComponent does)::
 
-    https://HUB/hub/user-redirect/git-pull?repo=<repo>&branch=<branch>&urlpath=lab/tree/<dir>/<path>
+    https://HUB/hub/user-redirect/git-pull?repo=<repo>&branch=<branch>&targetPath=<dir>&urlpath=lab/tree/<dir>/<path>
 
 ``<dir>`` is the folder nbgitpuller clones into: the repository's name (its URL's last part,
-without ``.git``), unless ``target`` names another.
+without ``.git``), unless ``target`` names another. ``targetPath`` is always in the link: without
+it nbgitpuller 1.3 names the folder after the URL's last part *with* ``.git`` (handlers.py:
+``repo.rstrip('/').split('/')[-1]``), so a clone URL such as ``https://github.com/you/course.git``
+was cloned into ``course.git/`` while the link opened ``course/...``: the first link every student
+clicked was an error (lecturer walkthrough, problem 1).
 """
 
 from __future__ import annotations
@@ -36,9 +40,10 @@ def nbgitpuller_link(repo: str, path: str, hub: str, *, branch: str = "main",
     if not hub.startswith(("http://", "https://")):
         raise ValueError(f"nbgitpuller_link: hub must be the hub's http(s) address, got {hub!r}")
     folder = target or clone_folder(repo)
+    if not folder or folder in (".", "..") or "/" in folder:
+        raise ValueError(f"nbgitpuller_link: target must be a folder name in the student's home, "
+                         f"got {folder!r}")
     urlpath = f"{'lab/tree' if interface == 'lab' else 'tree'}/{folder}/{path.lstrip('/')}"
-    query = [("repo", repo), ("branch", branch), ("urlpath", urlpath)]
-    if target:
-        query.insert(2, ("targetPath", target))
+    query = [("repo", repo), ("branch", branch), ("targetPath", folder), ("urlpath", urlpath)]
     return (f"{hub.rstrip('/')}/hub/user-redirect/git-pull?"
             + "&".join(f"{k}={quote(v, safe='')}" for k, v in query))

@@ -1,4 +1,5 @@
-"""The grader's outputs: gradebook.csv, results.jsonl and one offline report.html.
+"""The grader's outputs: gradebook.csv, results.jsonl, one offline report.html, and (through
+exports.py and feedback.py) the LMS files and a page per student.
 
 Everything a student wrote (their id, their error messages, what their code printed) is
 HTML-escaped; the page makes no outside request (inline CSS and SVG, no script, no web font).
@@ -13,14 +14,40 @@ import html
 import json
 import os
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from normlib.exercises import EXERCISES
 
-__all__ = ["write_all", "write_gradebook", "write_results", "write_report", "LESSONS", "one_line",
-           "private_folder"]
+from .assignment import UNASSIGNED, Assignment, points, status
+from .similarity import THRESHOLD
 
-COLUMNS = ["student", "exercise", "passed", "code", "message"]
+__all__ = ["write_all", "write_gradebook", "write_results", "write_report", "LESSONS", "one_line",
+           "private_folder", "private_file", "Outputs", "lesson_link"]
+
+COLUMNS = ["student", "exercise", "passed", "code", "message", "status", "points", "max_points",
+           "submitted_at", "late"]
+FORMATS = ("canvas", "moodle")
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """What else to write: LMS gradebooks (``formats``: canvas, moodle), a UTF-8 byte-order mark
+    in every CSV (``bom``: for Excel), where the lessons are for links (``lessons_url``: the
+    slides or a rendered copy; None: the lesson and section are named, not linked), and the
+    similarity at or above which a pair of answers is listed."""
+
+    formats: tuple[str, ...] = ()
+    bom: bool = False
+    lessons_url: str | None = None
+    similarity: float = THRESHOLD
+
+    def __post_init__(self):
+        for f in self.formats:
+            if f not in FORMATS:
+                raise ValueError(f"--format: expected one of {', '.join(FORMATS)}, got {f!r}")
+        if self.lessons_url is not None and not self.lessons_url.strip():
+            raise ValueError("--lessons-url: expected an address or a folder, got an empty one")
 KEYS = {Path(e.notebook).stem: e for e in EXERCISES.values()}
 
 # Where the collection teaches what each exercise practises: (lesson notebook, section heading).
@@ -71,25 +98,31 @@ def private_folder(out: Path) -> None:
     os.chmod(out, 0o700)
 
 
-def _private(path: Path, **kwargs):
-    """``path`` opened for writing as 0600 (an existing file too), never through a link."""
+def private_file(path: Path, bom: bool = False, **kwargs):
+    """``path`` opened for writing text as 0600 (an existing file too), never through a link;
+    ``bom``: UTF-8 with a byte-order mark, which Excel needs to read non-ASCII text."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     os.fchmod(fd, 0o600)
-    return os.fdopen(fd, "w", encoding="utf-8", **kwargs)
+    return os.fdopen(fd, "w", encoding="utf-8-sig" if bom else "utf-8", **kwargs)
 
 
-def write_gradebook(rows: list[dict], path: Path) -> None:
-    with _private(path, newline="") as f:
+def write_gradebook(rows: list[dict], path: Path, assignment: Assignment = UNASSIGNED,
+                    bom: bool = False) -> None:
+    """One row per student and exercise (long format, for a spreadsheet or a script)."""
+    with private_file(path, bom, newline="") as f:
         writer = csv.writer(f)
         writer.writerow(COLUMNS)
         for r in rows:
+            possible = assignment.possible(r["exercise"])
             writer.writerow([one_line(r["student"]), one_line(r["exercise"]),
                              "true" if r["passed"] else "false",
-                             "" if r["passed"] else one_line(r["code"]), one_line(r["message"])])
+                             "" if r["passed"] else one_line(r["code"]), one_line(r["message"]),
+                             status(r), f"{points(r, possible):g}", f"{possible:g}",
+                             r.get("submitted_at") or "", "true" if r.get("late") else "false"])
 
 
 def write_results(rows: list[dict], path: Path) -> None:
-    with _private(path) as f:
+    with private_file(path) as f:
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
 
@@ -129,6 +162,19 @@ def _anchor(heading: str) -> str:
     return heading.replace(" ", "-")
 
 
+def lesson_link(key: str, lessons_url: str | None, zh: bool = False) -> str:
+    """The lesson and section that teach exercise ``key`` as HTML: a link into ``lessons_url``
+    (the Chinese lesson in its zh/ folder) when one is given, the names alone otherwise."""
+    lesson, section = LESSONS.get(key, (None, None))
+    if not lesson:
+        return ""
+    text = f"{'notebooks/zh/' if zh else 'notebooks/'}{_e(lesson)} § {_e(section)}"
+    if lessons_url is None:
+        return text
+    href = f"{lessons_url.rstrip('/')}/{'zh/' if zh else ''}{lesson}#{_anchor(section)}"
+    return f'<a href="{_e(href)}">{text}</a>'
+
+
 def _needs_a_look(rows: list[dict]) -> list[str]:
     """The report's section on answers whose text or record suggests tampering (flags.py)."""
     flagged = [r for r in rows if r.get("flags")]
@@ -149,47 +195,85 @@ def _needs_a_look(rows: list[dict]) -> list[str]:
     return out
 
 
-def write_report(rows: list[dict], path: Path, lessons_url: str = "../notebooks",
-                 complete: bool = True) -> None:
-    """report.html: per exercise a chart of the class's mistakes with their explanations (English
-    and Chinese) and the lesson section that teaches them; the answers that need a look; then one
-    section per student. An incomplete run says so at the top."""
-    students = sorted({r["student"] for r in rows})
-    stems = sorted({r["exercise"] for r in rows})
+def _similar(pairs) -> list[str]:
+    """The report's section on pairs of answers that are alike (similarity.py), side by side."""
+    if not pairs:
+        return []
+    out = ["<h2>Similar answers · 相似的答案</h2>",
+           "<p>Answers to the same exercise that are alike once names, comments and layout are "
+           "set aside (the notebook's stub and what half the class writes do not count). A pair "
+           "is a reason to read both, not a verdict: a short exercise has few ways to be right. "
+           "· 去掉变量名、注释和排版差异后仍然相似的答案（练习自带的代码框架和半数同学都会写的"
+           "写法不计入）。这只是请你对照阅读的理由，不是结论。</p>"]
+    for p in pairs:
+        a, b = p.students
+        out.append(f"<h3>{_e(p.exercise)}: {_e(a)} · {_e(b)} — {p.score:.0%}</h3>"
+                   '<table><tr>'
+                   f"<th>{_e(a)}</th><th>{_e(b)}</th></tr><tr>"
+                   f"<td><pre>{_e(p.answers[0])}</pre></td><td><pre>{_e(p.answers[1])}</pre></td>"
+                   "</tr></table>")
+    return out
+
+
+def write_report(rows: list[dict], path: Path, lessons_url: str | None = None,
+                 complete: bool = True, assignment: Assignment = UNASSIGNED,
+                 similar=()) -> None:
+    """report.html: the headline (passed of the attempted answers; not attempted and missing
+    apart); per exercise a chart of the class's mistakes with their explanations (English and
+    Chinese) and the lesson section that teaches them; the answers that need a look; the similar
+    pairs; then one section per student. An incomplete run says so at the top."""
+    students = list(dict.fromkeys(r["student"] for r in rows))
+    stems = list(dict.fromkeys(r["exercise"] for r in rows))
     sid = {s: f"student-{i}" for i, s in enumerate(students)}
+    counts = Counter(status(r) for r in rows)
+    attempted = counts["passed"] + counts["failed"]
+    late = sum(bool(r.get("late")) for r in rows)
+    due = (f" · due {_e(assignment.deadline.isoformat(timespec='minutes'))}, {late} late"
+           if assignment.deadline else "")
     out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            "<title>Class report · 班级报告</title>", f"<style>{STYLE}</style></head><body>",
            "<h1>Class report · 班级报告</h1>",
-           f"<p>{len(students)} students · {len(stems)} exercises · "
-           f"{sum(r['passed'] for r in rows)} of {len(rows)} answers passed.</p>"]
+           f"<p>{len(students)} students · {len(stems)} exercises{due} · "
+           f"<strong>{counts['passed']} of {attempted} attempted answers passed</strong> · "
+           f"{counts['not attempted']} not attempted · {counts['missing']} missing "
+           f"(nothing handed in).</p>"]
+    if assignment.roster:
+        extra = [s for s in students if s not in assignment.roster.extra]
+        if extra:
+            out.append(f"<p>Not on the roster, graded anyway · 不在名单上（仍已评分）："
+                       f"{_e(', '.join(extra))}</p>")
     if not complete:
         left = sum(r["code"] == "submission.not_graded" for r in rows)
         out.append(f'<p class="fail"><strong>Incomplete · 未完成</strong>: the run was stopped; '
                    f"{left} answers were not graded (<code>submission.not_graded</code>). "
                    f"· 评分被中止，{left} 份答案未评分。</p>")
     out.append("<h2>Exercises · 练习</h2><table><tr><th>exercise</th><th>passed</th>"
+               "<th>failed</th><th>not attempted</th><th>missing</th>"
                "<th>most common mistake</th></tr>")
     by_stem = {s: [r for r in rows if r["exercise"] == s] for s in stems}
     for stem in stems:
         rs = by_stem[stem]
-        common = Counter(r["code"] for r in rs if not r["passed"]).most_common(1)
+        n = Counter(status(r) for r in rs)
+        common = Counter(r["code"] for r in rs if status(r) == "failed").most_common(1)
         out.append(f'<tr><td><a href="#{_e(stem)}">{_e(stem)}</a></td>'
-                   f"<td>{sum(r['passed'] for r in rs)} / {len(rs)}</td>"
+                   f"<td>{n['passed']} / {n['passed'] + n['failed']}</td><td>{n['failed']}</td>"
+                   f"<td>{n['not attempted']}</td><td>{n['missing']}</td>"
                    f"<td><code>{_e(common[0][0]) if common else ''}</code></td></tr>")
     out.append("</table>")
     for stem in stems:
         rs, exercise = by_stem[stem], KEYS[stem]
         out.append(f'<h2 id="{_e(stem)}">{_e(stem)} · {_e(exercise.title)} · '
                    f'<span class="zh">{_e(exercise.title_zh)}</span></h2>')
-        lesson, section = LESSONS.get(exercise.key, (None, None))
-        if lesson:
-            href = f"{lessons_url.rstrip('/')}/{lesson}#{_anchor(section)}"
-            out.append(f'<p>Taught in · 讲解：<a href="{_e(href)}">{_e(lesson)} § {_e(section)}</a></p>')
-        passed = sum(r["passed"] for r in rs)
-        out.append(f'<p><span class="pass">{passed} passed</span> · '
-                   f'<span class="fail">{len(rs) - passed} failed</span> of {len(rs)} students</p>')
-        counts = Counter(r["code"] for r in rs if not r["passed"]).most_common()
+        taught = lesson_link(exercise.key, lessons_url)
+        if taught:
+            out.append(f"<p>Taught in · 讲解：{taught}</p>")
+        n = Counter(status(r) for r in rs)
+        out.append(f'<p><span class="pass">{n["passed"]} passed</span> · '
+                   f'<span class="fail">{n["failed"]} failed</span> of '
+                   f'{n["passed"] + n["failed"]} who attempted it · {n["not attempted"]} not '
+                   f'attempted · {n["missing"]} missing</p>')
+        counts = Counter(r["code"] for r in rs if status(r) == "failed").most_common()
         if counts:
             out.append(_bars(counts, len(rs)))
             out.append("<table><tr><th>code</th><th>students</th><th>what it means · 含义</th></tr>")
@@ -203,13 +287,18 @@ def write_report(rows: list[dict], path: Path, lessons_url: str = "../notebooks"
                            f"<td>{_e(en)}{zh}</td></tr>")
             out.append("</table>")
     out += _needs_a_look(rows)
+    out += _similar(similar)
     out.append("<h2>Students · 学生</h2>")
     for student in students:
         out.append(f'<h3 id="{sid[student]}">{_e(student)}</h3><table><tr><th>exercise</th>'
-                   "<th>result</th><th>feedback · 反馈</th></tr>")
+                   "<th>result</th><th>points</th><th>feedback · 反馈</th></tr>")
         for r in (r for r in rows if r["student"] == student):
             mark = '<span class="pass">✓ passed</span>' if r["passed"] else \
                 f'<span class="fail">✗</span> <code>{_e(r["code"])}</code>'
+            if r.get("late"):
+                mark += f' <span class="fail">late · 迟交 ({_e(r["submitted_at"])})</span>'
+            possible = assignment.possible(r["exercise"])
+            score = f"{points(r, possible):g} / {possible:g}"
             zh = f'<br><span class="zh">{_e(r["message_zh"])}</span>' if r.get("message_zh") \
                 else ""
             details = ""
@@ -221,21 +310,31 @@ def write_report(rows: list[dict], path: Path, lessons_url: str = "../notebooks"
             edition = f' <span class="muted">({_e(r["notebook"])})</span>' if r.get("notebook") \
                 else ""
             out.append(f"<tr><td>{_e(r['exercise'])}{edition}</td><td>{mark}</td>"
-                       f"<td>{_e(r['message'])}{zh}{details}</td></tr>")
+                       f"<td>{score}</td><td>{_e(r['message'])}{zh}{details}</td></tr>")
         out.append("</table>")
     out.append("</body></html>")
-    with _private(path) as f:
+    with private_file(path) as f:
         f.write("\n".join(out))
 
 
-def write_all(rows: list[dict], out: Path, complete: bool = True) -> None:
-    """The three outputs into ``out`` (created, 0700); a grader-level row gets its code's
-    Chinese."""
+def write_all(rows: list[dict], out: Path, complete: bool = True,
+              assignment: Assignment = UNASSIGNED, outputs: Outputs = Outputs(),
+              similar=()) -> None:
+    """Every output into ``out`` (created, 0700; files 0600): gradebook.csv, results.jsonl,
+    report.html, feedback/<student>.html, gradescope/<student>/results.json, and the LMS
+    gradebooks ``outputs`` asks for. A grader-level row gets its code's Chinese."""
+    from .exports import write_gradescope, write_lms
+    from .feedback import write_feedback
+
     for r in rows:
         if r["code"] and r["code"].startswith("submission.") and not r.get("message_zh"):
             r["message_zh"] = (explanation(r["code"]) or ("", None))[1]
     out = Path(out)
     private_folder(out)
-    write_gradebook(rows, out / "gradebook.csv")
+    write_gradebook(rows, out / "gradebook.csv", assignment, outputs.bom)
     write_results(rows, out / "results.jsonl")
-    write_report(rows, out / "report.html", complete=complete)
+    write_report(rows, out / "report.html", outputs.lessons_url, complete, assignment, similar)
+    write_feedback(rows, out / "feedback", assignment, outputs.lessons_url)
+    write_gradescope(rows, out / "gradescope", assignment)
+    for name in outputs.formats:
+        write_lms(rows, out / f"{name}.csv", name, assignment, outputs.bom)
