@@ -10,8 +10,9 @@ from test_exercises_llama import block
 
 from normlib import exercises as ex
 from normlib.exercises import codes, llama_block
-from normlib.exercises._generic import GENERIC_MISTAKES, OUTCOMES, catalogue
+from normlib.exercises._generic import GENERIC_MISTAKES, OUTCOMES, Mistake, catalogue
 from normlib.exercises._session import Session
+from normlib.exercises.spec import Exercise
 
 PACKAGE = Path(ex.__file__).parent
 
@@ -23,13 +24,21 @@ def test_a_catalogue_key_that_shadows_a_generic_one_fails_where_it_is_defined(ke
         catalogue("my_exercise", {key: ("mine", "my own meaning"), "fine": ("ok", "ok")})
 
 
-def test_session_and_the_registry_refuse_a_shadowing_catalogue(monkeypatch):
+def test_session_and_the_registry_refuse_a_shadowing_catalogue():
     with pytest.raises(ValueError, match="wrong_shape"):
         Session("x", {"wrong_shape": ("a weight", "a weight of the wrong shape")}, exercise="x")
-    shadowing = {**llama_block.LLAMA_MISTAKES, "wrong_dtype": ("mine", "my own meaning")}
-    monkeypatch.setattr(llama_block, "LLAMA_MISTAKES", shadowing)
+    shadowing = {**llama_block.LLAMA_MISTAKES,
+                 "wrong_dtype": Mistake("mine", "my own meaning", "我自己的意思")}
     with pytest.raises(ValueError, match="llama_block.*wrong_dtype"):
-        codes.registry()
+        Exercise.load("llama_block", llama_block.check_llama_block, shadowing)
+
+
+def test_a_mistake_needs_its_label_and_both_messages():
+    with pytest.raises(ValueError, match=r"'my_exercise'.*\['no_zh'\].*three non-empty texts"):
+        catalogue("my_exercise", {"no_zh": ("label", "English only"),
+                                  "fine": ("label", "English", "中文")})
+    with pytest.raises(ValueError, match="text/nothing_here.toml"):
+        Exercise.load("nothing_here", llama_block.check_llama_block, {})
 
 
 def test_no_catalogue_shadows_a_generic_key():

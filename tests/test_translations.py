@@ -187,15 +187,18 @@ def test_the_glossary_has_its_avoided_variants():
 def test_avoided_variants_in_the_exercises_chinese_strings_fail_naming_file_and_line(tree):
     package = tree.parent / "normlib" / "exercises"
     package.mkdir(parents=True)
-    (package / "_zh.py").write_text('ZH = {\n    "a": "归一化放在子层之前。",\n'
-                                    '    "b": "这是" "层标准化。",\n}\n', "utf-8")
-    (package / "catalog.py").write_text('TASK = "Normalize: 层标准化"  # English beside it\n'
-                                        'TITLE = "前归一化"\n', "utf-8")
+    (package / "gelu.py").write_text('M = {\n    "a": "归一化放在子层之前。",\n'
+                                     '    "b": "这是" "层标准化。",\n}\n', "utf-8")
+    (package / "text").mkdir()
+    (package / "text" / "gelu.toml").write_text('task = "Normalize"\ntask_zh = "层标准化"\n'
+                                                '[[followups]]\nanswer_zh = "前归一化"\n', "utf-8")
     problems = _problems(tree)
     assert problems == [
-        "normlib/exercises/_zh.py:3: uses '层标准化'; the glossary says '层归一化' (LayerNorm)",
-        "normlib/exercises/catalog.py:1: uses '层标准化'; the glossary says '层归一化' (LayerNorm)",
-        "normlib/exercises/catalog.py:2: uses '前归一化'; the glossary says '前置归一化' "
+        "normlib/exercises/gelu.py:3: uses '层标准化'; the glossary says '层归一化' (LayerNorm)",
+        "normlib/exercises/text/gelu.toml:task_zh: uses '层标准化'; the glossary says '层归一化' "
+        "(LayerNorm)",
+        "normlib/exercises/text/gelu.toml:followups[0].answer_zh: uses '前归一化'; the glossary says "
+        "'前置归一化' "
         "(Pre-Norm / Pre-LN)"], problems
 
 

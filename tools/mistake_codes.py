@@ -20,25 +20,18 @@ import re
 import sys
 from pathlib import Path
 
-from normlib.exercises import codes
+from normlib.exercises import EXERCISES, codes
 from normlib.exercises._generic import GENERIC_MISTAKES, OUTCOMES
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "mistakes.md"
 SOURCES = ROOT / "normlib" / "exercises"
 
-# the checker modules of each exercise (a shared module counts for each exercise that uses it)
-MODULES = {
-    "layer_norm": ("layer_norm",), "rms_norm": ("rms_norm",),
-    "batch_norm": ("batch_norm", "_statistics"), "deep_norm": ("deep_norm",),
-    "swiglu_ffn": ("swiglu",), "rope": ("rope",), "warmup_cosine": ("schedule",),
-    "gelu_tanh": ("gelu",), "attention": ("attention",),
-    "layer_norm_backward": ("layer_norm_backward",),
-    "multi_head_attention": ("multi_head_attention",), "llama_block": ("llama_block",),
-    "online_softmax_attention": ("online_softmax",),
-    "sliding_window_attention": ("sliding_window",),
-    "qk_norm_attention": ("qk_norm",),
-}
+# the checker modules of each exercise, from the registry (a shared module counts for each exercise
+# that uses it): the checker's own module and the helper modules it keeps its tables in
+HELPERS = {"batch_norm": ("_statistics",)}
+MODULES = {key: (e.checker.__module__.rsplit(".", 1)[1], *HELPERS.get(key, ()))
+           for key, e in EXERCISES.items()}
 # modules shared by several exercises: each key they emit is in one of those exercises' catalogues
 # (the norm probes emit LayerNorm's keys for LayerNorm and RMSNorm's for RMSNorm)
 SHARED = {"_probes": ("layer_norm", "rms_norm")}

@@ -75,6 +75,7 @@ import re
 import subprocess
 import sys
 import tokenize
+import tomllib
 
 import nbformat
 
@@ -247,10 +248,24 @@ def avoided_variants(text: str, terms: list[Term]) -> list[tuple[str, Term]]:
     return found
 
 
-# The exercises' Chinese outside the notebooks: the catalogue's titles, tasks and follow-ups
-# (catalog.py) and the checkers' Chinese mistake messages (_zh.py, or the exercise's own module),
-# in every module of this folder of the repository.
+# The exercises' Chinese outside the notebooks: their titles, tasks and follow-ups (text/*.toml)
+# and the checkers' Chinese mistake messages (each catalogue, in the checker's module), in this
+# folder of the repository.
 EXERCISE_TEXTS = "normlib/exercises"
+
+
+def chinese_values(source: str) -> list[tuple[str, str]]:
+    """(field, text) for each string of a TOML file that holds Chinese; a field of a table in an
+    array is named with its index, "followups[2].answer_zh"."""
+    def walk(value, where):
+        if isinstance(value, str):
+            return [(where, value)] if CJK.search(value) else []
+        if isinstance(value, dict):
+            return [x for k, v in value.items() for x in walk(v, f"{where}.{k}" if where else k)]
+        if isinstance(value, list):
+            return [x for i, v in enumerate(value) for x in walk(v, f"{where}[{i}]")]
+        return []
+    return walk(tomllib.loads(source), "")
 
 
 def chinese_literals(source: str) -> list[tuple[int, str]]:
@@ -789,12 +804,17 @@ class Edition:
 
     def check_exercise_texts(self) -> list[str]:
         """The glossary's avoided variants in the Chinese string literals of the modules in
-        EXERCISE_TEXTS (none in a tree without that folder)."""
+        EXERCISE_TEXTS and in the values of its text/*.toml (none in a tree without that folder)."""
         top, out = self.layout.notebooks.parent, []
-        for path in sorted((top / EXERCISE_TEXTS).glob("*.py")):
+        folder = top / EXERCISE_TEXTS
+        texts = [(path, chinese_literals(path.read_text("utf-8")))
+                 for path in sorted(folder.glob("*.py"))]
+        texts += [(path, chinese_values(path.read_text("utf-8")))
+                  for path in sorted(folder.glob("text/*.toml"))]
+        for path, found in texts:
             name = path.relative_to(top).as_posix()
-            for line, text in chinese_literals(path.read_text("utf-8")):
-                out += [f"{name}:{line}: uses {variant!r}; the glossary says "
+            for where, text in found:
+                out += [f"{name}:{where}: uses {variant!r}; the glossary says "
                         f"{term.chinese!r} ({term.english})"
                         for variant, term in avoided_variants(text, self.terms)]
         return out

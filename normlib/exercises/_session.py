@@ -1,6 +1,6 @@
 """One checking session: run the checks, call the learner's code safely, compare, name the mistake.
 
-A checker builds a ``Session`` with its catalogue of mistakes ({key: (short label, explanation)}),
+A checker builds a ``Session`` with its catalogue of mistakes ({key: Mistake}),
 then runs checks: ``session.run(label, check)``. Inside a check, ``session.call(fn, ...)`` calls the
 learner's code (time limit, forbidden built-ins, in-place changes, exceptions -> one line) and
 ``session.expect_close(got, want, mutants=...)`` compares; on a mismatch it tries each *mutant*, a
@@ -24,7 +24,7 @@ import re
 
 import torch
 
-from ._code import code_of, message_zh
+from ._code import code_of
 from ._compare import close, grad_output, max_error, tolerance
 from ._generic import CANNOT_TELL, GENERIC_MISTAKES, OUTCOMES, catalogue
 from ._harness import (
@@ -41,6 +41,7 @@ from ._harness import (
     snapshot,
 )
 from .result import FAIL, PASS, CheckResult
+from .spec import text
 
 __all__ = ["Session", "Fail", "GENERIC_MISTAKES"]
 
@@ -72,13 +73,13 @@ class _Stop(Exception):
 class Session:
     """Runs the checks of one exercise and collects the report (see the module docstring)."""
 
-    def __init__(self, name: str, mistakes: dict, *, exercise: str, title_zh: str = "",
-                 time_limit: float = 3.0, forbidden: dict[str, str] | None = None,
-                 references: dict | None = None, error_hints: tuple = (), vague: tuple = ()):
+    def __init__(self, name: str, mistakes: dict, *, exercise: str, time_limit: float = 3.0,
+                 forbidden: dict[str, str] | None = None, references: dict | None = None,
+                 error_hints: tuple = (), vague: tuple = ()):
         self.name, self.exercise, self.time_limit = name, exercise, time_limit
-        self.title_zh = title_zh                  # the exercise's title in the Chinese report
-        self.vague = _UNSPECIFIC | set(vague)     # keys that name no mistake a learner can fix
         self.mistakes = {**OUTCOMES, **GENERIC_MISTAKES, **catalogue(exercise, mistakes)}
+        self.title_zh = text(exercise).title_zh   # the exercise's title in the Chinese report
+        self.vague = _UNSPECIFIC | set(vague)     # keys that name no mistake a learner can fix
         self.specific = set(mistakes)
         self.forbidden, self.references = forbidden or {}, references or {}
         self.error_hints = error_hints          # ((regex, mistake key), ...) for exceptions
@@ -153,7 +154,7 @@ class Session:
         key = result.mistake or "not_implemented"
         result.code = code_of(self.exercise, key)
         result.message = result.diagnosis or self.explain(key)
-        result.message_zh = message_zh(self.exercise, key)
+        result.message_zh = self.mistakes.get(key, GENERIC_MISTAKES["wrong_values"]).zh
         return result
 
     def _result(self) -> CheckResult:
@@ -205,10 +206,10 @@ class Session:
     def explain(self, key: str) -> str:
         if key == "shortcut" and self.stop is not None:
             return self.stop.explanation
-        return self.mistakes.get(key, GENERIC_MISTAKES["wrong_values"])[1]
+        return self.mistakes.get(key, GENERIC_MISTAKES["wrong_values"]).en
 
     def short(self, key: str) -> str:
-        return self.mistakes.get(key, (key, ""))[0]
+        return self.mistakes[key].label if key in self.mistakes else key
 
     # ------------------------------------------------------------------ calling learner code
     def call(self, fn, *args, **kwargs):

@@ -20,44 +20,61 @@ from ._probes import fmt, near, output
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["TITLE_ZH", "check_attention", "ATTENTION_MISTAKES", "ATTENTION_MUTANTS"]
-
-# the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "因果自注意力"
+__all__ = ["check_attention", "ATTENTION_MISTAKES", "ATTENTION_MUTANTS"]
 
 ATTENTION_MISTAKES = catalogue("attention", {
     "no_scaling": ("missing 1/sqrt(d)", "the scores are not scaled: divide q k^T by sqrt(D), the "
-                   "head dim, or the softmax saturates as D grows (Vaswani et al. 2017, 3.2.1)."),
-    "scaled_by_d": ("scaled by 1/d", "the scores are divided by D; the scale is 1 / sqrt(D)."),
+                   "head dim, or the softmax saturates as D grows (Vaswani et al. 2017, 3.2.1).",
+                   "没有缩放：注意力分数应除以 sqrt(头维度)。"),
+    "scaled_by_d": ("scaled by 1/d", "the scores are divided by D; the scale is 1 / sqrt(D).",
+                    "分数除以了头维度：缩放系数是 1 / sqrt(头维度)。"),
     "scaled_by_sqrt_t": ("scaled by sqrt(T)", "the scale uses the sequence length; it is "
-                         "1 / sqrt(D) with D = q.shape[-1], the head dim."),
+                         "1 / sqrt(D) with D = q.shape[-1], the head dim.",
+                         "分数除以了 sqrt(T)：缩放系数是 1 / sqrt(头维度)。"),
     "mask_excludes_diagonal": ("mask off by one: token cannot see itself", "the causal mask hides "
                                "the diagonal, so a token cannot attend to itself (and row 0 is all "
-                               "-inf: NaN). Keep j <= t: torch.ones(T, T).tril()."),
+                               "-inf: NaN). Keep j <= t: torch.ones(T, T).tril().",
+                               "因果掩码有差一错误（off-by-one）：挡住了对角线，token 看不到自己（第 0 行全是 -inf，"
+                               "得到 NaN）。应保留 j <= t：torch.ones(T, T).tril()。"),
     "mask_leaks_future": ("mask off by one: sees one token ahead", "the causal mask lets token t "
-                          "see t + 1: use tril() (diagonal=0), or mask triu(diagonal=1)."),
+                          "see t + 1: use tril() (diagonal=0), or mask triu(diagonal=1).",
+                          "因果掩码有差一错误（off-by-one）：token t 能看到 t + 1。用 tril()（diagonal=0）"
+                          "，或屏蔽 triu(diagonal=1)。"),
     "mask_inverted": ("mask inverted", "the mask hides the past and keeps the future: mask out "
-                      "j > t, i.e. where torch.ones(T, T).triu(1) is 1."),
+                      "j > t, i.e. where torch.ones(T, T).triu(1) is 1.",
+                      "因果掩码反了：应屏蔽 j > t 的键。"),
     "mask_after_softmax": ("mask applied after softmax", "masking after the softmax leaves rows "
-                           "that no longer sum to 1: set the scores to -inf before the softmax."),
+                           "that no longer sum to 1: set the scores to -inf before the softmax.",
+                           "在 softmax 之后才做掩码：每行的权重之和不再为 1。应在 softmax 之前把分数设为 -inf。"),
     "mask_with_zero": ("masked scores set to 0", "masked scores must be -inf (or a very large "
-                       "negative number), not 0: exp(0) = 1 still gives future tokens weight."),
+                       "negative number), not 0: exp(0) = 1 still gives future tokens weight.",
+                       "被屏蔽的分数设成了 0：应设为 -inf。"),
     "causal_ignored": ("causal flag ignored", "causal=True must hide future positions; "
-                       "causal=False must not mask at all."),
+                       "causal=False must not mask at all.",
+                       "忽略了 causal 参数。"),
     "softmax_wrong_dim": ("softmax over the wrong dim", "the softmax must run over the keys, the "
-                          "last dim of the (B, H, T, T) scores: each query's weights sum to 1."),
+                          "last dim of the (B, H, T, T) scores: each query's weights sum to 1.",
+                          "softmax 作用在错误的维度上：应在键的维度（最后一维）上。"),
     "naive_softmax": ("exp without subtracting the max", "exp of large scores overflows to inf "
-                      "(inf / inf = NaN): use torch.softmax, or subtract the row max first."),
+                      "(inf / inf = NaN): use torch.softmax, or subtract the row max first.",
+                      "直接对分数取 exp：大分数会溢出为 inf（inf / inf = NaN）。请用 torch.softmax，"
+                      "或先减去每行的最大值。"),
     "returns_weights": ("returns the attention weights", "multiply the weights by v: the output is "
-                        "(B, H, T, D), not the (B, H, T, T) weights."),
-    "no_transpose": ("k not transposed", "the scores are q @ k.transpose(-2, -1): (T, D) @ (D, T)."),
+                        "(B, H, T, D), not the (B, H, T, T) weights.",
+                        "返回了注意力权重，而不是输出 weights @ v。"),
+    "no_transpose": ("k not transposed", "the scores are q @ k.transpose(-2, -1): (T, D) @ (D, T).",
+                     "k 没有转置：分数是 q @ k.transpose(-2, -1)。"),
     "mask_direction": ("mask hides the past", "the causal mask keeps keys j <= t and hides the "
-                       "future, j > t: torch.ones(T, T).tril()."),
+                       "future, j > t: torch.ones(T, T).tril().",
+                       "因果掩码方向反了：应保留 j <= t 的键、屏蔽未来的 j > t。"),
     "rows_not_normalized": ("weights do not sum to 1", "each query's attention weights are a "
-                            "softmax over the keys: they sum to 1."),
-    "scale": ("wrong scale", "the scores are q . k / sqrt(D)."),
+                            "softmax over the keys: they sum to 1.",
+                            "每个查询的注意力权重之和不为 1：应在键上做 softmax。"),
+    "scale": ("wrong scale", "the scores are q . k / sqrt(D).",
+              "缩放系数不对：分数是 q . k / sqrt(头维度)。"),
     "weights_transposed": ("weights transposed", "the output is weights @ v, the softmax taken "
-                           "over the keys (the last dim)."),
+                           "over the keys (the last dim).",
+                           "注意力权重被转置了：输出是 weights @ v，softmax 在最后一维（键）上。"),
 })
 
 
@@ -150,7 +167,7 @@ _FORBIDDEN = {"scaled_dot_product_attention": "F.scaled_dot_product_attention",
 
 def check_attention(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(q, k, v, causal=True)`` for (B, H, T, D) against nl.attention."""
-    s = Session("Attention", ATTENTION_MISTAKES, exercise="attention", title_zh=TITLE_ZH,
+    s = Session("Attention", ATTENTION_MISTAKES, exercise="attention",
                 time_limit=time_limit, forbidden=_FORBIDDEN,
                 references={nl.attention: "nl.attention",
                             nl.MultiHeadAttention.forward: "nl.MultiHeadAttention"},

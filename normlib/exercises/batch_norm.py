@@ -21,10 +21,7 @@ from ._session import Fail, Session
 from ._statistics import BN_EVAL_MUTANTS, BN_MISTAKES, BN_TRAIN_MUTANTS, RUNNING_RULES
 from .result import CheckResult
 
-__all__ = ["TITLE_ZH", "check_batch_norm", "BN_MISTAKES"]
-
-# the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "批归一化 BatchNorm"
+__all__ = ["check_batch_norm", "BN_MISTAKES"]
 
 _FORBIDDEN = {name: "F.batch_norm (or nn.BatchNorm1d/2d)" for name in (
     "batch_norm", "native_batch_norm", "_native_batch_norm_legit", "_batch_norm_impl_index",
@@ -42,7 +39,7 @@ def _affine(m):
 
 def check_batch_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check the class ``cls(num_features, eps=1e-5, momentum=0.1)`` against nl.BatchNorm."""
-    s = Session("BatchNorm", BN_MISTAKES, exercise="batch_norm", title_zh=TITLE_ZH,
+    s = Session("BatchNorm", BN_MISTAKES, exercise="batch_norm",
                 time_limit=time_limit, forbidden=_FORBIDDEN,
                 references={nl.batch_norm: "nl.batch_norm", nl.BatchNorm.forward: "nl.BatchNorm"},
                 error_hints=((BROADCAST_ERROR, "missing_keepdim"),))

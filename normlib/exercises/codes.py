@@ -6,7 +6,7 @@ Every exercise also has the codes of the outcomes that name no particular mistak
 ``.wrong_shape``, ``.wrong_dtype``, ``.time_limit``, ``.shortcut``, ...), and the grader
 (normlib.classroom) emits the ``submission.*`` codes for work it could not check at all.
 
-The codes come from the checkers' catalogues ({key: (short label, explanation)}), so they are
+The codes come from the registry's catalogues ({key: Mistake(label, English, Chinese)}), so they are
 written once; docs/mistakes.md lists them (``make mistake-codes`` writes it), and
 tests/data/released_codes.txt keeps a released code from being renamed or dropped: a renamed code
 keeps an entry in ``ALIASES`` (old -> new), and a code that now names another mistake keeps a note
@@ -17,27 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import (
-    attention,
-    batch_norm,
-    deep_norm,
-    gelu,
-    layer_norm,
-    layer_norm_backward,
-    llama_block,
-    multi_head_attention,
-    online_softmax,
-    qk_norm,
-    rms_norm,
-    rope,
-    schedule,
-    sliding_window,
-    swiglu,
-)
-from ._code import code_of, message_zh
-from ._generic import GENERIC_MISTAKES, OUTCOMES, catalogue
+from ._code import code_of
+from ._generic import GENERIC_MISTAKES, OUTCOMES
+from .registry import EXERCISES
 
-__all__ = ["Code", "registry", "resolve", "code_of", "message_zh", "catalogues",
+__all__ = ["Code", "registry", "resolve", "code_of", "catalogues",
            "SUBMISSION_CODES", "ALIASES", "REDEFINED"]
 
 # old code -> new code, for every released code that was renamed (tests/data/released_codes.txt)
@@ -138,29 +122,18 @@ class Code:
 
 
 def catalogues() -> dict[str, dict]:
-    """{exercise key: its catalogue {mistake key: (short label, explanation)}}, every exercise."""
-    return {"layer_norm": layer_norm.LAYER_NORM_MISTAKES, "rms_norm": rms_norm.RMS_NORM_MISTAKES,
-            "batch_norm": batch_norm.BN_MISTAKES, "deep_norm": deep_norm.DEEP_NORM_MISTAKES,
-            "swiglu_ffn": swiglu.SWIGLU_MISTAKES, "rope": rope.ROPE_MISTAKES,
-            "warmup_cosine": schedule.WARMUP_MISTAKES, "gelu_tanh": gelu.GELU_MISTAKES,
-            "attention": attention.ATTENTION_MISTAKES,
-            "layer_norm_backward": layer_norm_backward.LN_BACKWARD_MISTAKES,
-            "multi_head_attention": multi_head_attention.MHA_MISTAKES,
-            "llama_block": llama_block.LLAMA_MISTAKES,
-            "online_softmax_attention": online_softmax.ONLINE_SOFTMAX_MISTAKES,
-            "sliding_window_attention": sliding_window.SLIDING_WINDOW_MISTAKES,
-            "qk_norm_attention": qk_norm.QK_NORM_MISTAKES}
+    """{exercise key: its own mistakes {key: Mistake}}, every exercise, from the registry."""
+    return {key: e.mistakes for key, e in EXERCISES.items()}
 
 
 def registry() -> dict[str, Code]:
     """Every code, in the order of docs/mistakes.md: each exercise's outcomes and generic mistakes,
     then its catalogue; then the grader's ``submission.*`` codes."""
     codes: dict[str, Code] = {}
-    for exercise, mistakes in catalogues().items():
-        for key, (label, text) in {**OUTCOMES, **GENERIC_MISTAKES,
-                                   **catalogue(exercise, mistakes)}.items():
+    for exercise, e in EXERCISES.items():
+        for key, m in {**OUTCOMES, **GENERIC_MISTAKES, **e.mistakes}.items():
             c = code_of(exercise, key)
-            codes[c] = Code(c, exercise, key, label, text, message_zh(exercise, key))
+            codes[c] = Code(c, exercise, key, m.label, m.en, m.zh)
     for c, (label, en, zh, _) in SUBMISSION_CODES.items():
         codes[c] = Code(c, "submission", c.split(".", 1)[1], label, en, zh)
     return codes

@@ -22,56 +22,78 @@ from ._probes import fmt, near, output
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["TITLE_ZH", "check_deep_norm", "DEEP_NORM_MISTAKES", "DEEP_NORM_CONSTANT_MUTANTS",
+__all__ = ["check_deep_norm", "DEEP_NORM_MISTAKES", "DEEP_NORM_CONSTANT_MUTANTS",
            "DEEP_NORM_MUTANTS"]
-
-# the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "DeepNorm"
 
 DEEP_NORM_MISTAKES = catalogue("deep_norm", {
     "missing_constants": ("no alpha/beta attributes", "the module needs attributes alpha and beta "
-                          "(numbers), computed from n_layers in __init__."),
+                          "(numbers), computed from n_layers in __init__.",
+                          "缺少 alpha / beta 属性。"),
     "wrong_exponents": ("wrong exponents", "alpha and beta use the wrong formula: encoder-only "
-                        "DeepNorm has alpha = (2N)^(1/4) and beta = (8N)^(-1/4) (DeepNet, Figure 2)."),
+                        "DeepNorm has alpha = (2N)^(1/4) and beta = (8N)^(-1/4) (DeepNet, Figure 2).",
+                        "alpha 或 beta 的公式不对：仅编码器模型的 DeepNorm 为 alpha = (2N)^(1/4)，"
+                        "beta = (8N)^(-1/4)（DeepNet，图 2）。"),
     "operator_precedence": ("2 * N ** 0.25", "operator precedence: 2 * N ** 0.25 is 2 N^(1/4); "
-                            "DeepNorm's alpha is (2 * N) ** 0.25, and beta is (8 * N) ** -0.25."),
+                            "DeepNorm's alpha is (2 * N) ** 0.25, and beta is (8 * N) ** -0.25.",
+                            "写成了 2 * N ** 0.25：运算符优先级让 ** 先算，应为 (2 * N) ** 0.25。"),
     "constants_swapped": ("2N and 8N swapped", "the 2N and 8N are swapped: alpha = (2N)^(1/4) "
                           "(> 1, up-weights the residual), beta = (8N)^(-1/4) (< 1, shrinks the "
-                          "initial weights)."),
+                          "initial weights).",
+                          "2N 和 8N 用反了：alpha = (2N)^(1/4)，beta = (8N)^(-1/4)。"),
     "decoder_constants": ("encoder-decoder constants", "those are the encoder-decoder model's "
                           "decoder-side constants, (3M)^(1/4) and (12M)^(-1/4); this exercise asks "
-                          "for the encoder-only ones, (2N)^(1/4) and (8N)^(-1/4)."),
+                          "for the encoder-only ones, (2N)^(1/4) and (8N)^(-1/4).",
+                          "用了编码器-解码器模型解码器一侧的常数 (3M)^(1/4)、(12M)^(-1/4)："
+                          "本题是仅编码器模型，alpha = (2N)^(1/4)，beta = (8N)^(-1/4)。"),
     "glm_alpha": ("alpha = (2N)^(1/2)", "alpha = (2N)^(1/2) is GLM-130B's choice; the DeepNet paper's "
-                  "encoder-only alpha is (2N)^(1/4)."),
+                  "encoder-only alpha is (2N)^(1/4).",
+                  "alpha = (2N)^(1/2) 是 GLM-130B 的取法：DeepNet 论文中仅编码器模型的 alpha 是 (2N)^(1/4)。"),
     "alpha_on_sublayer": ("alpha on the sublayer branch", "alpha multiplies the sublayer's output; "
-                          "DeepNorm up-weights the residual: LayerNorm(alpha * x + sublayer(x))."),
+                          "DeepNorm up-weights the residual: LayerNorm(alpha * x + sublayer(x)).",
+                          "alpha 乘在了残差分支 F(x) 上：DeepNorm 的 alpha 乘的是恒等路径 x，"
+                          "LN(alpha * x + F(x))。"),
     "beta_at_run_time": ("beta applied at run time", "you scale activations by beta in forward; beta "
                          "is used once, at initialization (xavier_normal_(w, gain=beta) for the "
-                         "FFN, v_proj and out_proj weights), never at run time."),
+                         "FFN, v_proj and out_proj weights), never at run time.",
+                         "在前向传播中乘了 beta：beta 只用于初始化（缩放子层权重），不参与前向计算。"),
     "no_alpha": ("no alpha (plain Post-LN)", "forward ignores alpha: LayerNorm(x + sublayer(x)) is "
-                 "Post-LN. DeepNorm is LayerNorm(alpha * x + sublayer(x))."),
+                 "Post-LN. DeepNorm is LayerNorm(alpha * x + sublayer(x)).",
+                 "没有乘 alpha，这是普通的后置归一化（Post-LN）。"),
     "no_layer_norm": ("no LayerNorm", "the residual sum must go through a LayerNorm: "
-                      "LayerNorm(alpha * x + sublayer(x))."),
+                      "LayerNorm(alpha * x + sublayer(x)).",
+                      "输出没有经过层归一化：DeepNorm 是 LN(alpha * x + F(x))。"),
     "pre_norm": ("Pre-LN form", "that is a Pre-LN block, x + sublayer(LayerNorm(x)); DeepNorm is "
-                 "Post-LN with an up-weighted residual: LayerNorm(alpha * x + sublayer(x))."),
+                 "Post-LN with an up-weighted residual: LayerNorm(alpha * x + sublayer(x)).",
+                 "写成了前置归一化（Pre-LN）的形式：DeepNorm 是后置归一化，LN(alpha * x + F(x))。"),
     "sublayer_of_scaled_x": ("sublayer(alpha * x)", "the sublayer gets x itself; only the residual "
-                             "branch is scaled: LayerNorm(alpha * x + sublayer(x))."),
+                             "branch is scaled: LayerNorm(alpha * x + sublayer(x)).",
+                             "子层的输入应是 x 本身，即 F(x) 而不是 F(alpha * x)；alpha 只乘在恒等路径上："
+                             "LN(alpha * x + F(x))。"),
     "sublayer_calls": ("sublayer called more than once", "call the sublayer once per forward: "
-                       "attention or an FFN is the expensive part (and dropout would differ)."),
+                       "attention or an FFN is the expensive part (and dropout would differ).",
+                       "子层被调用了不止一次。"),
     "output_not_normalized": ("output not normalized", "the last step is the LayerNorm: x_{l+1} = "
                               "LN(alpha * x + G(x)), so every output row has mean 0 and std 1 at "
-                              "weight 1, bias 0."),
+                              "weight 1, bias 0.",
+                              "输出没有被归一化：最后一步是层归一化，x_{l+1} = LN(alpha * x + G(x))，"
+                              "weight 为 1、bias 为 0 时每个输出行的均值为 0、标准差为 1。"),
     "residual_weight": ("the identity path not scaled by alpha", "alpha multiplies the identity "
-                        "path x, not beta and not the sublayer: LN(alpha * x + G(x))."),
+                        "path x, not beta and not the sublayer: LN(alpha * x + G(x)).",
+                        "恒等路径乘的不是 alpha：DeepNorm 是 LN(alpha * x + F(x))。"),
     "sublayer_input": ("wrong sublayer input", "the sublayer reads the layer's input x itself: "
-                       "G(x), not LayerNorm(x) (Pre-LN)."),
+                       "G(x), not LayerNorm(x) (Pre-LN).",
+                       "子层的输入不对：应为 F(x)，x 是这一层的输入。"),
     "alpha_growth": ("alpha grows wrongly with N", "alpha = (2N)^(1/4): it grows as N^0.25 (x ** "
-                     "1/4 is x / 4 in Python)."),
+                     "1/4 is x / 4 in Python).",
+                     "alpha 随层数 N 的增长不对：alpha = (2N)^(1/4)。"),
     "alpha_prefactor": ("alpha's factor misplaced", "the factor 2 belongs inside the power: alpha "
-                        "= (2N)^(1/4)."),
-    "beta_growth": ("beta varies wrongly with N", "beta = (8N)^(-1/4): it falls as N^-0.25."),
+                        "= (2N)^(1/4).",
+                        "alpha 的系数放错了位置：2 应在幂里面，alpha = (2N)^(1/4)。"),
+    "beta_growth": ("beta varies wrongly with N", "beta = (8N)^(-1/4): it falls as N^-0.25.",
+                    "beta 随层数 N 的变化不对：beta = (8N)^(-1/4)，层数越多越小。"),
     "beta_prefactor": ("beta's factor misplaced", "the factor 8 belongs inside the power: beta = "
-                       "(8N)^(-1/4)."),
+                       "(8N)^(-1/4).",
+                       "beta 的系数放错了位置：8 应在幂里面，beta = (8N)^(-1/4)。"),
 })
 
 # (key, alpha(N), beta(N)) for formulas a learner may write instead of DeepNet's encoder-only pair
@@ -133,7 +155,7 @@ CASES = [
 
 def check_deep_norm(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check the class ``cls(d_model, n_layers)`` (alpha, beta, forward(x, sublayer))."""
-    s = Session("DeepNorm", DEEP_NORM_MISTAKES, exercise="deep_norm", title_zh=TITLE_ZH,
+    s = Session("DeepNorm", DEEP_NORM_MISTAKES, exercise="deep_norm",
                 time_limit=time_limit, vague=("wrong_exponents",))
     if not s.require_callable(cls, "your class"):
         return s.result()

@@ -15,8 +15,9 @@ from __future__ import annotations
 import random
 import time
 
-from .catalog import EXERCISES, Exercise, exercise
+from .registry import EXERCISES, exercise
 from .result import CheckResult
+from .spec import Exercise
 
 __all__ = ["Drill", "menu", "format_duration"]
 

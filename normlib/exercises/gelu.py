@@ -19,33 +19,44 @@ from ._probes import fmt, near, output
 from ._session import Session
 from .result import CheckResult
 
-__all__ = ["TITLE_ZH", "check_gelu_tanh", "GELU_MISTAKES", "GELU_MUTANTS"]
-
-# the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "GELU（tanh 近似）"
+__all__ = ["check_gelu_tanh", "GELU_MISTAKES", "GELU_MUTANTS"]
 
 GELU_MISTAKES = catalogue("gelu_tanh", {
     "exact_erf": ("exact erf GELU", "that is the exact GELU, 0.5 x (1 + erf(x / sqrt 2)); the "
-                  "exercise asks for the tanh approximation (they differ by up to about 4.7e-4)."),
+                  "exercise asks for the tanh approximation (they differ by up to about 4.7e-4).",
+                  "用了精确的 erf 形式 GELU：本练习要求 tanh 近似。"),
     "sigmoid_approximation": ("x * sigmoid(1.702 x)", "that is the sigmoid approximation "
-                              "x * sigmoid(1.702 x), off by up to 0.02; write the tanh form."),
-    "silu_instead": ("SiLU", "that is SiLU, x * sigmoid(x), a different activation."),
-    "missing_half": ("missing 0.5", "the factor 0.5 is missing: 0.5 x (1 + tanh(...))."),
-    "square_not_cube": ("x^2 instead of x^3", "the inner term is x + 0.044715 x^3 (a cube)."),
+                              "x * sigmoid(1.702 x), off by up to 0.02; write the tanh form.",
+                              "用了 x * sigmoid(1.702 x) 近似：本练习要求 tanh 近似。"),
+    "silu_instead": ("SiLU", "that is SiLU, x * sigmoid(x), a different activation.",
+                     "写成了 SiLU：GELU 的 tanh 近似是 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))。"),
+    "missing_half": ("missing 0.5", "the factor 0.5 is missing: 0.5 x (1 + tanh(...)).",
+                     "漏掉了系数 0.5。"),
+    "square_not_cube": ("x^2 instead of x^3", "the inner term is x + 0.044715 x^3 (a cube).",
+                        "写成了 x^2：应为 x^3 项。"),
     "no_cubic_term": ("no 0.044715 x^3 term", "the inner term is sqrt(2/pi) (x + 0.044715 x^3); "
-                      "the cubic correction is missing."),
+                      "the cubic correction is missing.",
+                      "漏掉了 0.044715 x^3 项。"),
     "wrong_sqrt_constant": ("wrong sqrt(2/pi)", "the constant is sqrt(2 / pi) = 0.7979; check "
-                            "for 2 / pi, sqrt(pi / 2) or a missing sqrt."),
+                            "for 2 / pi, sqrt(pi / 2) or a missing sqrt.",
+                            "常数 sqrt(2/pi) = 0.7979 写错了：检查是否写成了 2 / pi、sqrt(pi / 2)，"
+                            "或漏了开方。"),
     "tanh_overflow": ("tanh from exp overflows", "tanh written with exp, (e^2z - 1) / (e^2z + 1), "
-                      "gives inf / inf = NaN for large |x|; use torch.tanh."),
+                      "gives inf / inf = NaN for large |x|; use torch.tanh.",
+                      "用 exp 手写的 tanh 在大输入下溢出：用 torch.tanh，或数值稳定的写法。"),
     "cubic_coefficient": ("wrong cubic coefficient", "the cubic term is 0.044715 x^3: 0.5 x (1 + "
-                          "tanh(sqrt(2/pi) (x + 0.044715 x^3)))."),
+                          "tanh(sqrt(2/pi) (x + 0.044715 x^3))).",
+                          "三次项系数不对：应为 0.044715 x^3。"),
     "missing_one": ("the 1 + is missing", "0.5 x (1 + tanh(...)): without the 1, large negative x "
-                    "does not give 0."),
-    "negative_tail": ("wrong negative tail", "for large negative x GELU goes to 0."),
+                    "does not give 0.",
+                    "漏掉了 1 +：应为 0.5 x (1 + tanh(...))，否则大的负 x 不会趋于 0。"),
+    "negative_tail": ("wrong negative tail", "for large negative x GELU goes to 0.",
+                      "负半轴的尾部不对：x 取很大的负值时，GELU 趋于 0。"),
     "not_times_x": ("not multiplied by x", "GELU is x times a weight between 0 and 1: 0.5 x (1 + "
-                    "tanh(...))."),
-    "tails": ("wrong tails", "GELU is about x for large x and about 0 for large negative x."),
+                    "tanh(...)).",
+                    "没有乘以 x：GELU 是 x 乘以一个 0 到 1 之间的权重。"),
+    "tails": ("wrong tails", "GELU is about x for large x and about 0 for large negative x.",
+              "两端的渐近行为不对：x 很大时 GELU 约等于 x，x 很负时约等于 0。"),
 })
 
 
@@ -95,7 +106,7 @@ BACKWARD = Case("backward", lambda: (randn(3, 5, seed=40, dtype=torch.float64, s
 
 def check_gelu_tanh(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(x)``, GELU's tanh approximation, against nl.gelu(x, approximate="tanh")."""
-    s = Session("GELU (tanh)", GELU_MISTAKES, exercise="gelu_tanh", title_zh=TITLE_ZH,
+    s = Session("GELU (tanh)", GELU_MISTAKES, exercise="gelu_tanh",
                 time_limit=time_limit,
                 forbidden={"gelu": "F.gelu (or nn.GELU)"}, references={nl.gelu: "nl.gelu"})
     if not s.require_callable(fn):

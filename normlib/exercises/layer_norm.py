@@ -20,44 +20,57 @@ from ._session import Session
 from ._shared import norm_mistakes
 from .result import CheckResult
 
-__all__ = ["TITLE_ZH", "check_layer_norm", "LAYER_NORM_MISTAKES", "LAYER_NORM_MUTANTS"]
-
-# the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "层归一化 LayerNorm"
+__all__ = ["check_layer_norm", "LAYER_NORM_MISTAKES", "LAYER_NORM_MUTANTS"]
 
 _NORM_MISTAKES = norm_mistakes(
     "LayerNorm", stat="std", stats="mean and variance", reduce="x.mean(-1, keepdim=True)",
-    wrong="(x - mu) / (sigma + eps)", right="sqrt(var + eps)", zero_row="a constant row",
-    overflow="the variance of values more than 256 from their mean")
+    wrong="(x - mu) / (sigma + eps)", right="sqrt(var + eps)", small="small spread", zero_row="a constant row",
+    overflow="the variance of values more than 256 from their mean",
+    zh={"name": "层归一化", "stat": "标准差", "stats": "均值和方差", "right": "sqrt(方差 + eps)",
+        "small": "离散程度小", "zero_row": "常数行", "overflow": "偏离均值超过 256 的值的方差"})
 
 
 LAYER_NORM_MISTAKES = catalogue("layer_norm", {
     **_NORM_MISTAKES,
     "wrong_axis": ("normalized over the wrong dim", "you normalize over a dim other than the last "
-                   "(dim -2?); LayerNorm reduces over dim -1, the features of each token."),
+                   "(dim -2?); LayerNorm reduces over dim -1, the features of each token.",
+                   "在最后一维以外的维度上做了归一化：应在 dim -1 上求统计量。"),
     "unbiased_and_eps_outside": ("x.std(-1) + eps", "you divide by x.std(-1) + eps: torch.std is "
                                  "unbiased (n - 1) by default and eps sits outside the sqrt. "
                                  "nn.LayerNorm uses the biased variance and eps inside: "
-                                 "(x - mu) / sqrt(var + eps), var = x.var(-1, unbiased=False)."),
+                                 "(x - mu) / sqrt(var + eps), var = x.var(-1, unbiased=False).",
+                                 "除以了 x.std(-1) + eps：torch.std 默认是无偏方差（n - 1）"
+                                 "，且 eps 在开方之外。"),
     "unbiased_variance": ("unbiased variance (n - 1)", "you divide by the unbiased standard "
                           "deviation (n - 1); LayerNorm uses the biased variance (divide by n): "
-                          "x.var(-1, unbiased=False, keepdim=True)."),
+                          "x.var(-1, unbiased=False, keepdim=True).",
+                          "用了无偏方差（除以 n - 1）：应使用有偏方差（除以 n），x.var(-1, unbiased=False)。"),
     "one_pass_variance": ("var = E[x²] - E[x]²", "you compute the variance as E[x^2] - E[x]^2, "
                           "which cancels catastrophically when the mean is large compared with the "
-                          "spread; subtract the mean first: ((x - mu) ** 2).mean(-1)."),
+                          "spread; subtract the mean first: ((x - mu) ** 2).mean(-1).",
+                          "用 E[x^2] - E[x]^2 计算方差：均值远大于离散程度时会严重抵消，应先减去均值。"),
     "divides_by_variance": ("divided by the variance", "you divide by the variance, not by its "
-                            "square root (the standard deviation)."),
+                            "square root (the standard deviation).",
+                            "除以了方差本身，而不是它的平方根（标准差）。"),
     "weight_bias_swapped": ("weight and bias swapped", "weight (gamma) must scale and bias (beta) "
-                            "must shift: y = x_hat * weight + bias."),
+                            "must shift: y = x_hat * weight + bias.",
+                            "weight 和 bias 用反了：y = x_hat * weight + bias。"),
     "no_affine": ("weight and bias unused", "you return the normalized x without applying weight "
-                  "and bias: y = x_hat * weight + bias."),
-    "not_centred": ("mean not subtracted", "LayerNorm subtracts each row's mean."),
-    "not_std": ("divided by something other than the std", "LayerNorm divides by sqrt(var + eps)."),
-    "bias_unused": ("bias unused", "add the bias last: y = x_hat * weight + bias."),
-    "weight_unused": ("weight unused", "multiply by the weight: y = x_hat * weight + bias."),
+                  "and bias: y = x_hat * weight + bias.",
+                  "没有应用 weight 和 bias：y = x_hat * weight + bias。"),
+    "not_centred": ("mean not subtracted", "LayerNorm subtracts each row's mean.",
+                    "没有减去每一行的均值（去均值）。"),
+    "not_std": ("divided by something other than the std", "LayerNorm divides by sqrt(var + eps).",
+                "除以的不是 sqrt(方差 + eps)。"),
+    "bias_unused": ("bias unused", "add the bias last: y = x_hat * weight + bias.",
+                    "没有用到 bias：最后加上它，y = x_hat * weight + bias。"),
+    "weight_unused": ("weight unused", "multiply by the weight: y = x_hat * weight + bias.",
+                      "没有用到 weight：乘上它，y = x_hat * weight + bias。"),
     "affine_order": ("bias added before the weight", "y = x_hat * weight + bias, not "
-                     "(x_hat + bias) * weight."),
-    "affine": ("weight and bias misapplied", "y = x_hat * weight + bias."),
+                     "(x_hat + bias) * weight.",
+                     "先加 bias 再乘 weight：应为 x_hat * weight + bias，而不是 (x_hat + bias) * weight。"),
+    "affine": ("weight and bias misapplied", "y = x_hat * weight + bias.",
+               "weight 和 bias 用错了：y = x_hat * weight + bias。"),
 })
 
 
@@ -150,7 +163,7 @@ BACKWARD = Case("backward (x, weight, bias)", _x((3, 6), 120, torch.float64), _E
 
 def check_layer_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(x, weight, bias, eps=1e-5)``, LayerNorm over the last dim, against nl.layer_norm."""
-    s = Session("LayerNorm", LAYER_NORM_MISTAKES, exercise="layer_norm", title_zh=TITLE_ZH,
+    s = Session("LayerNorm", LAYER_NORM_MISTAKES, exercise="layer_norm",
                 time_limit=time_limit, forbidden=_LN_FORBIDDEN,
                 references={nl.layer_norm: "nl.layer_norm", nl.LayerNorm.forward: "nl.LayerNorm"},
                 error_hints=((BROADCAST_ERROR, "missing_keepdim"),))

@@ -23,36 +23,51 @@ from ._probes import fmt, near
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["TITLE_ZH", "check_layer_norm_backward", "LN_BACKWARD_MISTAKES", "LN_BACKWARD_MUTANTS"]
-
-# the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "手推 LayerNorm 反向传播"
+__all__ = ["check_layer_norm_backward", "LN_BACKWARD_MISTAKES", "LN_BACKWARD_MUTANTS"]
 
 LN_BACKWARD_MISTAKES = catalogue("layer_norm_backward", {
     "missing_mean_term": ("missing the mean term", "dx misses the - mean(g) term (g = dy * weight): "
                           "the mean subtracted in the forward pass depends on every x_j, and its "
-                          "gradient is that term. dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat))."),
+                          "gradient is that term. dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat)).",
+                          "dx 漏掉了 - mean(g) 项（g = dy * weight）：前向传播减去的均值依赖于每个 x_j，"
+                          "这一项就是它的梯度。dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat))。"),
     "missing_xhat_term": ("missing the x_hat term", "dx misses the - x_hat * mean(g * x_hat) term: "
                           "the variance depends on every x_j, and its gradient is that term. "
-                          "dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat))."),
+                          "dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat)).",
+                          "dx 漏掉了 - x_hat * mean(g * x_hat) 项：方差依赖于每个 x_j，"
+                          "这一项就是它的梯度。dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat))。"),
     "wrong_n": ("wrong N", "the correction terms are means over the N = x.shape[-1] features of each "
-                "row: divide the sums by N (not N - 1, not the batch size)."),
+                "row: divide the sums by N (not N - 1, not the batch size).",
+                "dx 里的 N 不对：修正项是对每一行 N = x.shape[-1] 个特征求均值，和要除以 N（不是 N - 1，"
+                "也不是批次大小）。"),
     "weight_forgotten": ("weight left out of dx", "dx flows through the weight first: use "
-                         "g = dy * weight, not dy, inside dx."),
+                         "g = dy * weight, not dy, inside dx.",
+                         "dx 里漏掉了 weight：先算 g = dy * weight。"),
     "unbiased_variance": ("unbiased variance (n - 1)", "rstd and x_hat use the unbiased variance "
                           "(torch.var's default divides by N - 1); LayerNorm's forward uses the "
-                          "biased one: x.var(-1, unbiased=False)."),
+                          "biased one: x.var(-1, unbiased=False).",
+                          "用了无偏方差（除以 n - 1）：应使用有偏方差（除以 n），x.var(-1, unbiased=False)。"),
     "dx_scale": ("dx wrongly scaled", "dx is scaled by rstd = 1 / sqrt(var + eps), with the biased "
-                 "variance (divide by N) and eps inside the square root."),
+                 "variance (divide by N) and eps inside the square root.",
+                 "dx 的缩放不对：应乘以 rstd = 1 / sqrt(方差 + eps)，用有偏方差（除以 N）"
+                 "，eps 在开方之内。"),
     "dx_form": ("dx not of LayerNorm's form", "dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat)), "
-                "g = dy * weight, means over the last dim."),
+                "g = dy * weight, means over the last dim.",
+                "dx 不符合层归一化反向传播的形式。"),
     "dweight_with_x": ("dweight uses x, not x_hat", "dweight = sum(dy * x_hat) over every dim but "
-                       "the last: the weight multiplies the normalized x."),
-    "dweight": ("wrong dweight", "dweight = sum(dy * x_hat) over every dim but the last."),
-    "dbias": ("wrong dbias", "dbias = sum(dy) over every dim but the last."),
+                       "the last: the weight multiplies the normalized x.",
+                       "dweight 用了 x：应为 (dy * x_hat) 对最后一维以外的所有维度求和，"
+                       "weight 乘的是归一化之后的 x。"),
+    "dweight": ("wrong dweight", "dweight = sum(dy * x_hat) over every dim but the last.",
+                "dweight 不对：(dy * x_hat) 对最后一维以外的维度求和。"),
+    "dbias": ("wrong dbias", "dbias = sum(dy) over every dim but the last.",
+              "dbias 不对：dy 对最后一维以外的维度求和。"),
     "grads_not_summed": ("dweight or dbias not summed", "weight and bias are shared by every row: "
-                         "their gradients sum over every dim but the last, shape (N,)."),
-    "not_a_triple": ("not (dx, dweight, dbias)", "return a tuple (dx, dweight, dbias) of tensors."),
+                         "their gradients sum over every dim but the last, shape (N,).",
+                         "weight 和 bias 由每一行共享：dweight 和 dbias 要对最后一维以外的所有维度求和（结果形状为 (N,)）"
+                         "。"),
+    "not_a_triple": ("not (dx, dweight, dbias)", "return a tuple (dx, dweight, dbias) of tensors.",
+                     "返回的不是 (dx, dweight, dbias)。"),
 })
 
 
@@ -127,7 +142,6 @@ CASES = [
 def check_layer_norm_backward(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(dy, x, weight, eps=1e-5) -> (dx, dweight, dbias)`` against autograd."""
     s = Session("LayerNorm backward", LN_BACKWARD_MISTAKES, exercise="layer_norm_backward",
-                title_zh=TITLE_ZH,
                 time_limit=time_limit,
                 forbidden={"native_layer_norm_backward": "torch's LayerNorm backward"},
                 references=_NO_AUTOGRAD,

@@ -33,53 +33,74 @@ from ._session import Fail, Session
 from ._shared import PROJECTION_MISTAKES
 from .result import CheckResult
 
-__all__ = ["TITLE_ZH", "check_llama_block", "LLAMA_MISTAKES", "LLAMA_MUTANTS"]
-
-# the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "手撕 LLaMA 解码器块"
+__all__ = ["check_llama_block", "LLAMA_MISTAKES", "LLAMA_MUTANTS"]
 
 LLAMA_MISTAKES = catalogue("llama_block", {
     **PROJECTION_MISTAKES,
     "missing_parameter": ("a parameter is missing or misnamed", "the block needs attn_norm.weight "
                           "and ffn_norm.weight (C,), attn.q_proj / k_proj / v_proj / o_proj and "
-                          "ffn.w1 / w2 / w3, bias-free."),
+                          "ffn.w1 / w2 / w3, bias-free.",
+                          "缺少参数或参数名不对：块需要 attn_norm.weight 和 ffn_norm.weight (C,)、"
+                          "attn.q_proj / k_proj / v_proj / o_proj 和 ffn.w1 / w2 / w3，"
+                          "都不带 bias。"),
     "weight_shape": ("a weight of the wrong shape", "q_proj and o_proj are (C, C), k_proj and "
                      "v_proj (n_kv_heads * head_dim, C), w1 and w3 (hidden_dim, C), w2 (C, "
-                     "hidden_dim)."),
+                     "hidden_dim).",
+                     "某个权重的形状不对：q_proj、o_proj 为 (C, C)，k_proj、v_proj 为 (n_kv_heads * 头维度, C)，"
+                     "w1、w3 为 (hidden_dim, C)，w2 为 (C, hidden_dim)。"),
     "post_norm": ("norm after the residual add (Post-LN)", "LLaMA normalizes the input of each "
                   "sublayer and adds its output to the un-normalized stream: h = x + attn(norm(x)), "
-                  "not norm(x + attn(x))."),
+                  "not norm(x + attn(x)).",
+                  "归一化放在了残差相加之后（后置归一化）：LLaMA 用前置归一化，h = x + attn(norm(x))。"),
     "no_residual": ("residual connections missing", "each sublayer's output is added to its "
-                    "input: h = x + attn(norm(x)), out = h + ffn(norm(h))."),
+                    "input: h = x + attn(norm(x)), out = h + ffn(norm(h)).",
+                    "缺少残差连接：h = x + attn(norm(x))，out = h + ffn(norm(h))。"),
     "no_attn_residual": ("attention residual missing", "add the attention's output to its input: "
-                         "h = x + attn(attn_norm(x))."),
+                         "h = x + attn(attn_norm(x)).",
+                         "注意力子层缺少残差连接：h = x + attn(attn_norm(x))。"),
     "no_ffn_residual": ("FFN residual missing", "add the FFN's output to its input: "
-                        "out = h + ffn(ffn_norm(h))."),
+                        "out = h + ffn(ffn_norm(h)).",
+                        "前馈网络子层缺少残差连接：out = h + ffn(ffn_norm(h))。"),
     "layer_norm": ("LayerNorm instead of RMSNorm", "LLaMA's norm is RMSNorm (Zhang & Sennrich "
-                   "2019): x / sqrt(mean(x^2) + eps) * weight, no mean subtracted, no bias."),
+                   "2019): x / sqrt(mean(x^2) + eps) * weight, no mean subtracted, no bias.",
+                   "用了层归一化而不是均方根归一化：LLaMA 的归一化是 RMSNorm（Zhang & Sennrich 2019）"
+                   "，x / sqrt(mean(x^2) + eps) * weight，不减均值、没有 bias。"),
     "no_norm": ("a sublayer input is not normalized", "normalize the input of each sublayer: "
-                "attn(attn_norm(x)) and ffn(ffn_norm(h))."),
+                "attn(attn_norm(x)) and ffn(ffn_norm(h)).",
+                "子层的输入没有归一化：attn(attn_norm(x))、ffn(ffn_norm(h))。"),
     "norm_weight_unused": ("a norm's weight is unused", "each RMSNorm multiplies by its own weight: "
-                           "attn_norm.weight before the attention, ffn_norm.weight before the FFN."),
+                           "attn_norm.weight before the attention, ffn_norm.weight before the FFN.",
+                           "某个均方根归一化的 weight 没有用到：各乘各自的 weight，注意力之前乘 attn_norm.weight，"
+                           "前馈网络之前乘 ffn_norm.weight。"),
     "norm_axis": ("norm over the wrong dims", "RMSNorm normalizes each token on its own, over "
-                  "the last dim: x.pow(2).mean(-1, keepdim=True)."),
+                  "the last dim: x.pow(2).mean(-1, keepdim=True).",
+                  "归一化的维度不对：均方根归一化对每个 token 单独在最后一维上归一化，x.pow(2).mean(-1, keepdim=True)。"),
     "no_rope": ("RoPE missing", "rotate q and k by their positions before the scores; without it "
-                "causal attention cannot tell the order of earlier tokens."),
+                "causal attention cannot tell the order of earlier tokens.",
+                "缺少旋转位置编码：在计算分数之前对 q 和 k 做旋转。"),
     "rope_layout": ("RoPE in the interleaved layout", "this exercise uses HF's \"half\" layout: "
                     "pairs (i, i + D/2), x * cos + rotate_half(x) * sin. Meta's original code "
                     "pairs (2i, 2i + 1); a checkpoint converted to HF has its q/k rows permuted to "
-                    "match."),
+                    "match.",
+                    "旋转位置编码用了交错布局：本练习用 HF 的前后两半布局，(i, i + D/2) 配对，"
+                    "x * cos + rotate_half(x) * sin。Meta 的原始代码按 (2i, 2i + 1) 配对；"
+                    "转换成 HF 格式的权重已把 q/k 的行重新排列与之对应。"),
     "rope_frequencies": ("RoPE frequencies without the 2", "theta_i = base^(-2i / D) for "
                          "i = 0 .. D/2 - 1 (torch.arange(0, D, 2) / D): with base^(-i / D) the "
-                         "frequencies fall too slowly."),
+                         "frequencies fall too slowly.",
+                         "旋转位置编码的频率漏掉了 2：theta_i = base^(-2i/D)。"),
     "gate_activation": ("the gate's activation is not SiLU", "SwiGLU gates with SiLU, "
-                        "x * sigmoid(x): w2(silu(w1(z)) * w3(z)); GELU gives GEGLU, sigmoid GLU."),
+                        "x * sigmoid(x): w2(silu(w1(z)) * w3(z)); GELU gives GEGLU, sigmoid GLU.",
+                        "门控的激活函数不是 SiLU：SwiGLU 是 w2(silu(w1(x)) * w3(x))。"),
     "attention_scale": ("wrong attention scale", "the scores are q . k / sqrt(head_dim), "
-                        "head_dim = d_model // n_heads (Vaswani et al. 2017, 3.2.1)."),
+                        "head_dim = d_model // n_heads (Vaswani et al. 2017, 3.2.1).",
+                        "注意力缩放不对：分数是 q . k / sqrt(头维度)。"),
     "no_down_projection": ("w2 not applied", "the FFN ends with the down projection w2 "
-                           "(hidden_dim -> d_model): w2(silu(w1(z)) * w3(z))."),
+                           "(hidden_dim -> d_model): w2(silu(w1(z)) * w3(z)).",
+                           "没有应用下投影 w2：w2(silu(w1(z)) * w3(z))。"),
     "gate_up_swapped": ("gate and up swapped", "SiLU goes on w1 (the gate): "
-                        "w2(silu(w1(z)) * w3(z))."),
+                        "w2(silu(w1(z)) * w3(z)).",
+                        "门控投影和上投影用反了：SiLU 作用在 w1（门控）上，w2(silu(w1(x)) * w3(x))。"),
 })
 
 _NAMES = ("attn_norm.weight", "attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight",
@@ -209,7 +230,7 @@ def _reference(W, H, H_kv, hidden, dtype):
 
 def check_llama_block(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``cls(d_model, n_heads, hidden_dim, n_kv_heads=None)`` against normlib's LLaMA block."""
-    s = Session("LLaMA block", LLAMA_MISTAKES, exercise="llama_block", title_zh=TITLE_ZH,
+    s = Session("LLaMA block", LLAMA_MISTAKES, exercise="llama_block",
                 time_limit=time_limit,
                 forbidden={"scaled_dot_product_attention": "F.scaled_dot_product_attention"},
                 references={nl.TransformerBlock.forward: "nl.TransformerBlock",

@@ -30,56 +30,71 @@ from ._session import Fail, Session
 from ._shared import PROJECTION_MISTAKES
 from .result import CheckResult
 
-__all__ = ["TITLE_ZH", "check_multi_head_attention", "MHA_MISTAKES", "MHA_MUTANTS"]
-
-# the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "手撕多头注意力（GQA、键值缓存）"
+__all__ = ["check_multi_head_attention", "MHA_MISTAKES", "MHA_MUTANTS"]
 
 MHA_MISTAKES = catalogue("multi_head_attention", {
     **PROJECTION_MISTAKES,
     "missing_projection": ("q_proj, k_proj, v_proj or o_proj missing", "the module needs four "
                            "bias-free nn.Linear layers: q_proj and o_proj (C -> C), k_proj and "
-                           "v_proj (C -> n_kv_heads * head_dim)."),
+                           "v_proj (C -> n_kv_heads * head_dim).",
+                           "缺少 q_proj、k_proj、v_proj 或 o_proj（名字不对或没有定义）。"),
     "wrong_kv_shape": ("k_proj / v_proj of the wrong size", "with GQA, k_proj and v_proj map C to "
-                       "n_kv_heads * head_dim (head_dim = d_model // n_heads), not to d_model."),
+                       "n_kv_heads * head_dim (head_dim = d_model // n_heads), not to d_model.",
+                       "k_proj / v_proj 的大小不对：使用分组查询注意力时映射到 n_kv_heads * 头维度。"),
     "no_scaling": ("missing 1/sqrt(head_dim)", "the scores are not scaled: divide q k^T by "
-                   "sqrt(head_dim) (Vaswani et al. 2017, 3.2.1)."),
+                   "sqrt(head_dim) (Vaswani et al. 2017, 3.2.1).",
+                   "没有缩放：注意力分数应除以 sqrt(头维度)。"),
     "scaled_by_d_model": ("scaled by 1/sqrt(d_model)", "the scale uses d_model; each head's scores "
-                          "are divided by sqrt(head_dim), head_dim = d_model // n_heads."),
+                          "are divided by sqrt(head_dim), head_dim = d_model // n_heads.",
+                          "缩放用了 d_model：每个头的分数除以 sqrt(头维度)。"),
     "scaled_by_d": ("scaled by 1/head_dim", "the scores are divided by head_dim; the scale is "
-                    "1 / sqrt(head_dim)."),
-    "scale": ("wrong scale", "the scores are q . k / sqrt(head_dim)."),
+                    "1 / sqrt(head_dim).",
+                    "分数除以了头维度：缩放系数是 1 / sqrt(头维度)。"),
+    "scale": ("wrong scale", "the scores are q . k / sqrt(head_dim).",
+              "缩放系数不对：分数是 q . k / sqrt(头维度)。"),
     "softmax_wrong_dim": ("softmax over the wrong dim", "the softmax must run over the keys, the "
-                          "last dim of the (B, H, T, S) scores: each query's weights sum to 1."),
+                          "last dim of the (B, H, T, S) scores: each query's weights sum to 1.",
+                          "softmax 作用在错误的维度上：应在键的维度（最后一维）上。"),
     "mask_diagonal": ("mask hides the token itself", "the causal mask hides the diagonal, so a "
                       "token cannot attend to itself and row 0 is all -inf (NaN). Keep j <= t: "
-                      "torch.ones(T, T).tril()."),
+                      "torch.ones(T, T).tril().",
+                      "因果掩码挡住了对角线：token 看不到自己，第 0 行全是 -inf（NaN）。"),
     "mask_after_softmax": ("mask applied after the softmax", "masking the weights after the "
                            "softmax leaves rows that no longer sum to 1: set the scores to -inf "
-                           "before the softmax."),
+                           "before the softmax.",
+                           "在 softmax 之后才做掩码：每行的权重之和不再为 1。应在 softmax 之前把分数设为 -inf。"),
     "weights_not_normalized": ("weights do not sum to 1", "each query's attention weights are the "
-                               "softmax over the keys: they sum to 1."),
+                               "softmax over the keys: they sum to 1.",
+                               "每个查询的注意力权重之和不为 1。"),
     "view_after_transpose": ("view after transpose", "y.transpose(1, 2) is not contiguous, so "
-                             ".view(B, T, C) fails: use .reshape(B, T, C) (or .contiguous().view)."),
+                             ".view(B, T, C) fails: use .reshape(B, T, C) (or .contiguous().view).",
+                             "transpose 之后直接 view：张量不连续，请用 .reshape(B, T, C)。"),
     "head_reshape": ("heads split or merged wrongly", "split with x.view(B, T, H, D).transpose(1, 2) "
                      "and merge with y.transpose(1, 2).reshape(B, T, C): a view to (B, H, T, D) "
-                     "without the transpose mixes positions and heads."),
+                     "without the transpose mixes positions and heads.",
+                     "拆分或合并头的方式不对：拆分用 view(B, T, H, D).transpose(1, 2)，"
+                     "合并用 transpose(1, 2).reshape(B, T, C)。"),
     "cache_offset": ("the mask ignores the cache offset", "with a cache, the T new queries sit at "
                      "positions S .. S + T - 1 (S = cache.seq_len, read before the update): "
                      "query i keeps keys j <= S + i, e.g. torch.ones(T, S + T).tril(S). A mask "
-                     "built as tril() of (T, S + T) lets a new token see only the first keys."),
+                     "built as tril() of (T, S + T) lets a new token see only the first keys.",
+                     "掩码忽略了缓存偏移：新的查询位于 S .. S + T - 1，保留 j <= S + i。"),
     "cache_unused": ("the cache is not used", "each step must append its keys and values with "
                      "cache.update(k, v) and attend to everything it returns: the earlier tokens' "
-                     "keys and values live only in the cache."),
+                     "keys and values live only in the cache.",
+                     "没有使用键值缓存（KV cache）：每一步要 cache.update(k, v)，并对返回的全部键值做注意力。"),
     "cache_no_mask": ("no mask when a cache is passed", "with a cache you drop the causal mask: "
                       "one token alone needs none, but a prompt of several tokens then sees its "
                       "own future. Keep the mask, shifted by the offset: "
-                      "torch.ones(T, S + T).tril(S), S = cache.seq_len before the update."),
+                      "torch.ones(T, S + T).tril(S), S = cache.seq_len before the update.",
+                      "传入缓存后去掉了因果掩码：多个 token 的提示词会看到自己的未来。"),
     "cache_after_repeat": ("the cache holds the repeated heads", "cache the n_kv_heads keys and "
                            "values before repeating them for the query heads: the smaller cache "
-                           "is the point of GQA (Ainslie et al. 2023)."),
+                           "is the point of GQA (Ainslie et al. 2023).",
+                           "缓存里存的是重复后的头：应在重复之前缓存 n_kv_heads 个键值头。"),
     "cache_steps": ("decoding differs from the full pass", "decoding step by step with the cache "
-                    "must give the full forward pass's outputs, token by token."),
+                    "must give the full forward pass's outputs, token by token.",
+                    "逐步解码的结果与整段前向计算不同。"),
 })
 
 _FORBIDDEN = {"scaled_dot_product_attention": "F.scaled_dot_product_attention",
@@ -174,7 +189,6 @@ def _forward_reference(x, W, H, H_kv):
 def check_multi_head_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``cls(d_model, n_heads, n_kv_heads=None)`` against ``nl.MultiHeadAttention``."""
     s = Session("Multi-head attention", MHA_MISTAKES, exercise="multi_head_attention",
-                title_zh=TITLE_ZH,
                 time_limit=time_limit, forbidden=_FORBIDDEN,
                 references={nl.MultiHeadAttention.forward: "nl.MultiHeadAttention",
                             nl.attention: "nl.attention"},

@@ -25,60 +25,83 @@ from ._probes import fmt, near
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["TITLE_ZH", "check_online_softmax_attention", "ONLINE_SOFTMAX_MISTAKES",
+__all__ = ["check_online_softmax_attention", "ONLINE_SOFTMAX_MISTAKES",
            "ONLINE_SOFTMAX_MUTANTS"]
-
-# the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "手撕在线 softmax 分块注意力（FlashAttention 的核心）"
 
 _RESCALE = "when a block raises the running max from m to m', multiply BOTH the denominator l " \
     "and the accumulator o by exp(m - m') before adding the block's terms"
 
 ONLINE_SOFTMAX_MISTAKES = catalogue("online_softmax_attention", {
     "no_rescale": ("nothing rescaled when the max grows", "the running sum and the accumulator "
-                   f"keep terms taken against an old maximum: {_RESCALE}."),
+                   f"keep terms taken against an old maximum: {_RESCALE}.",
+                   "最大值变大时没有重新缩放：分母 l 和累加器 o 都要乘以 exp(m - m')。"),
     "acc_not_rescaled": ("only the denominator rescaled", "the denominator l is rescaled but the "
-                         f"accumulator o is not: {_RESCALE}."),
+                         f"accumulator o is not: {_RESCALE}.",
+                         "只缩放了分母 l，没有缩放累加器 o：两者都要乘以 exp(m - m')。"),
     "sum_not_rescaled": ("only the accumulator rescaled", "the accumulator o is rescaled but the "
-                         f"denominator l is not: {_RESCALE}."),
+                         f"denominator l is not: {_RESCALE}.",
+                         "只缩放了累加器 o，没有缩放分母 l：两者都要乘以 exp(m - m')。"),
     "rescale_inverted": ("rescale factor inverted", "the old sums are multiplied by exp(m' - m); "
-                         "the factor is exp(m - m') (at most 1: the new maximum is larger)."),
+                         "the factor is exp(m - m') (at most 1: the new maximum is larger).",
+                         "缩放因子写反了：应为 exp(m - m')（不大于 1），不是 exp(m' - m)。"),
     "max_not_updated": ("running max not updated", "the running maximum m must become "
                         "max(m, the block's max) after every block: kept at its first value, "
                         "exp overflows when a later block holds a larger score; never assigned, "
-                        "exp(-inf) = 0 wipes the earlier blocks."),
+                        "exp(-inf) = 0 wipes the earlier blocks.",
+                        "当前最大值没有更新：每个块之后 m 都要变成 max(m, 该块的最大值)。"),
     "no_max": ("exp without subtracting the max", "exp of a large score overflows (inf / inf = "
-               "NaN): subtract the running maximum before exp."),
+               "NaN): subtract the running maximum before exp.",
+               "直接对分数取 exp，没有减去当前最大值：大分数会溢出（inf / inf = NaN）"
+               "。"),
     "normalized_per_tile": ("normalized per tile", "each block's weights are normalized on their "
                             "own (a softmax per tile); the softmax runs over all keys, so keep the "
-                            "unnormalized sum and divide by l once, after the last block."),
+                            "unnormalized sum and divide by l once, after the last block.",
+                            "每个块单独做了归一化：softmax 是对全部键的，应在最后一个块之后再除以 l。"),
     "no_final_division": ("no division by l", "the accumulator holds sum exp(s - m) v: divide it "
-                          "by the running sum l after the last block."),
-    "no_scaling": ("missing 1/sqrt(d)", "the scores are q k^T / sqrt(D), D the head dim."),
-    "scale": ("wrong scale", "the scores are q . k / sqrt(D), D = q.shape[-1]."),
+                          "by the running sum l after the last block.",
+                          "最后没有除以累计分母 l：累加器里是 sum exp(s - m) v，最后一个块之后除以 l。"),
+    "no_scaling": ("missing 1/sqrt(d)", "the scores are q k^T / sqrt(D), D the head dim.",
+                   "没有缩放：注意力分数应除以 sqrt(头维度)。"),
+    "scale": ("wrong scale", "the scores are q . k / sqrt(D), D = q.shape[-1].",
+              "缩放系数不对：分数是 q . k / sqrt(头维度)。"),
     "max_starts_at_zero": ("running max starts at 0", "m starts at -inf, the max of nothing: "
                            "started at 0 it never follows a row whose scores are all below 0, and "
                            "when they are all below about -87 (float32) every exp(s - 0) "
-                           "underflows to 0 and the output is 0 / 0 = NaN."),
+                           "underflows to 0 and the output is 0 / 0 = NaN.",
+                           "当前最大值从 0 开始：m 应从 -inf 开始；一行的分数全都低于约 -87（float32）"
+                           "时，exp(s - 0) 全部下溢为 0，输出 0 / 0 = NaN。"),
     "block_not_rescaled": ("block terms taken against the block's own max", "the block's terms "
                            "exp(s - m_block) must be taken against the new running max m': "
-                           f"exp(s - m') = exp(s - m_block) exp(m_block - m'); {_RESCALE}."),
+                           f"exp(s - m') = exp(s - m_block) exp(m_block - m'); {_RESCALE}.",
+                           "块内各项按该块自己的最大值取了 exp(s - m_block)：应相对新的当前最大值 m' 取，"
+                           "即再乘 exp(m_block - m')。"),
     "terms_old_max": ("block terms taken against the old max", "exp(s - m) with the max from "
                       "before the block is exp(s + inf) = inf in the first block (m = -inf): "
-                      "update m' = max(m, block max) first, then take exp(s - m')."),
+                      "update m' = max(m, block max) first, then take exp(s - m').",
+                      "块内各项按更新前的最大值取了 exp(s - m)：第一块时 m = -inf，得到 inf。"
+                      "先更新 m' = max(m, 块最大值)，再取 exp(s - m')。"),
     "rescale_wrong_max": ("rescale factor from the block's max", "the old sums were taken "
                           "against the old running max m, so they are rescaled by exp(m - m'), "
-                          "not exp(m_block - m')."),
+                          "not exp(m_block - m').",
+                          "重新缩放因子用了块的最大值：旧的和是相对旧的当前最大值 m 取的，应乘 exp(m - m')，"
+                          "不是 exp(m_block - m')。"),
     "exp2": ("exp2 without log2(e)", "2^x = e^(x ln 2): with torch.exp2 the scores must be "
-             "multiplied by log2(e) = 1.4427 (FlashAttention's kernels do), or use torch.exp."),
+             "multiplied by log2(e) = 1.4427 (FlashAttention's kernels do), or use torch.exp.",
+             "用了 exp2 却没有乘 log2(e)：2^x = e^(x ln 2)，分数要先乘 log2(e) = 1.4427，"
+             "或者直接用 torch.exp。"),
     "keys_counted_twice": ("keys counted twice", "blocks overlap: block j covers keys j*B .. "
                            "j*B + B - 1 (k[..., j:j + block_size, :] with j stepping by "
-                           "block_size), so each key enters exactly one block."),
+                           "block_size), so each key enters exactly one block.",
+                           "有的键被算了两次：块与块重叠了。第 j 块覆盖键 j*B .. j*B + B - 1，"
+                           "每个键只进入一个块。"),
     "keys_skipped": ("keys left out", "some keys are in no block: step j over range(0, S, "
                      "block_size) and slice k[..., j:j + block_size, :]; the last block may "
-                     "be smaller, keep it."),
+                     "be smaller, keep it.",
+                     "有的键没有进入任何块：用 range(0, S, block_size) 遍历，切片 k[..., j:j + block_size, :]；"
+                     "最后一块可以更小，要保留。"),
     "tile_merge": ("blocks combined wrongly", "with a single block the output is right, with "
-                   f"several it is not: the blocks are merged wrongly; {_RESCALE}."),
+                   f"several it is not: the blocks are merged wrongly; {_RESCALE}.",
+                   "只有一个块时结果正确，多个块时不对：块与块的合并（重新缩放）写错了。"),
 })
 
 
@@ -186,7 +209,7 @@ _FORBIDDEN = {"scaled_dot_product_attention": "F.scaled_dot_product_attention",
 def check_online_softmax_attention(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(q, k, v, block_size)`` against F.scaled_dot_product_attention (no mask)."""
     s = Session("Online-softmax attention", ONLINE_SOFTMAX_MISTAKES,
-                exercise="online_softmax_attention", title_zh=TITLE_ZH, time_limit=time_limit,
+                exercise="online_softmax_attention", time_limit=time_limit,
                 forbidden=_FORBIDDEN,
                 references={nl.flash.online_softmax_attention: "nl.flash.online_softmax_attention",
                             nl.attention: "nl.attention"})

@@ -23,68 +23,99 @@ from ._probes import near
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["TITLE_ZH", "check_qk_norm_attention", "QK_NORM_MISTAKES", "QK_NORM_MUTANTS"]
-
-# the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "手撕 QK-norm 注意力（Qwen3）"
+__all__ = ["check_qk_norm_attention", "QK_NORM_MISTAKES", "QK_NORM_MUTANTS"]
 
 QK_NORM_MISTAKES = catalogue("qk_norm_attention", {
     "norm_after_rope": ("norm after RoPE", "q_norm and k_norm come before RoPE (Qwen3): with a "
                         "learned weight the two orders differ, since the weight is per feature "
-                        "and RoPE mixes feature pairs."),
+                        "and RoPE mixes feature pairs.",
+                        "q_norm 和 k_norm 放在了 RoPE 之后：Qwen3 先归一化再施加 RoPE。"),
     "norm_whole_projection": ("norm over the whole projection", "the norm runs per head, over "
-                              "head_dim: split the heads first, then RMSNorm(head_dim) on each."),
-    "norm_on_v": ("v normalized too", "only q and k are normalized; v keeps its scale."),
+                              "head_dim: split the heads first, then RMSNorm(head_dim) on each.",
+                              "在整个投影上做了归一化：应先拆成多头，再对每个头在 head_dim 上做 RMSNorm。"),
+    "norm_on_v": ("v normalized too", "only q and k are normalized; v keeps its scale.",
+                  "把 v 也归一化了：只有 q 和 k 要归一化。"),
     "no_qk_norm": ("no QK-norm", "apply q_norm to the query heads and k_norm to the key heads "
-                   "before RoPE."),
+                   "before RoPE.",
+                   "没有 QK-norm：在 RoPE 之前对查询头用 q_norm、对键头用 k_norm。"),
     "one_side_normed": ("only q or only k normalized", "both q and k are normalized, each with "
-                        "its own norm."),
-    "no_eps": ("no eps", "the RMSNorm divides by sqrt(mean(x^2) + eps): use the eps given."),
-    "eps_ignored": ("eps ignored", "use the eps passed to the constructor in both norms."),
+                        "its own norm.",
+                        "只归一化了 q 或 k：两者都要归一化，各用各的归一化层。"),
+    "no_eps": ("no eps", "the RMSNorm divides by sqrt(mean(x^2) + eps): use the eps given.",
+               "均方根归一化漏掉了 eps：应除以 sqrt(mean(x^2) + eps)。"),
+    "eps_ignored": ("eps ignored", "use the eps passed to the constructor in both norms.",
+                    "忽略了传入的 eps 参数（写死了某个值？）：请使用传入的 eps。"),
     "layer_norm": ("LayerNorm instead of RMSNorm", "Qwen3's q_norm and k_norm are RMSNorms: no "
-                   "mean subtracted."),
+                   "mean subtracted.",
+                   "q_norm、k_norm 用了层归一化：Qwen3 用均方根归一化，不减均值。"),
     "norm_weight_unused": ("norm weight unused", "multiply by q_norm.weight and k_norm.weight "
-                           "after normalizing."),
+                           "after normalizing.",
+                           "某个归一化的 weight 没有用到：两个归一化各乘各自的 weight。"),
     "norms_swapped": ("q_norm and k_norm swapped", "q_norm normalizes the queries, k_norm the "
-                      "keys."),
+                      "keys.",
+                      "q_norm 和 k_norm 用反了：q_norm 归一化查询，k_norm 归一化键。"),
     "no_rope": ("no RoPE", "rotate q and k (after their norms) at positions 0 .. T - 1, HF's "
-                "half layout."),
+                "half layout.",
+                "缺少旋转位置编码：在计算分数之前对 q 和 k 做旋转。"),
     "rope_layout": ("RoPE in the wrong layout", "HF's Qwen3 pairs feature i with i + head_dim/2 "
-                    "(rotate_half): nl.apply_rope(x, layout='half')."),
-    "sees_future": ("no causal mask", "query t attends to keys 0 .. t only."),
+                    "(rotate_half): nl.apply_rope(x, layout='half').",
+                    "旋转位置编码用了交错布局：本练习用前后两半布局（HF 的 rotate_half）。"),
+    "sees_future": ("no causal mask", "query t attends to keys 0 .. t only.",
+                    "注意力不是因果的：改变后面的 token 会改变前面的输出。"),
     "l2_norm": ("L2 norm instead of RMS", "F.normalize divides by the L2 norm, sqrt(head_dim) "
-                "times the RMS: RMSNorm divides by sqrt(mean(x^2) + eps)."),
+                "times the RMS: RMSNorm divides by sqrt(mean(x^2) + eps).",
+                "除以了 L2 范数：均方根归一化除以 sqrt(mean(x^2) + eps)，两者差 sqrt(n) 倍。"),
     "eps_outside_sqrt": ("eps outside the square root", "RMSNorm divides by sqrt(mean(x^2) + "
-                         "eps), eps inside the root."),
+                         "eps), eps inside the root.",
+                         "eps 放在了开方之外：均方根归一化除以 sqrt(mean(x^2) + eps)。"),
     "gain_one_plus": ("gain 1 + weight", "Qwen3's RMSNorm multiplies by its weight; (1 + weight) "
-                      "is Gemma's convention."),
+                      "is Gemma's convention.",
+                      "增益用了 1 + weight：Qwen3 的均方根归一化直接乘 weight，(1 + weight) 是 Gemma 的约定。"),
     "gain_before_norm": ("gain applied before normalizing", "normalize first, then multiply by "
-                         "the weight: y = x / rms(x) * weight."),
+                         "the weight: y = x / rms(x) * weight.",
+                         "在归一化之前乘了增益：应先归一化，再乘 weight，y = x / rms(x) * weight。"),
     "norm_axis": ("norm over the wrong dim", "each head's vector is normalized over head_dim, "
-                  "the last dim of (B, H, T, head_dim)."),
+                  "the last dim of (B, H, T, head_dim).",
+                  "归一化的维度不对：每个头的向量在 head_dim（(B, H, T, head_dim) 的最后一维）"
+                  "上归一化。"),
     "rope_base": ("RoPE base not 10000", "this exercise rotates with nl.apply_rope's default "
                   "base 10000 (Qwen3's checkpoints use rope_theta = 1,000,000; here the task "
-                  "fixes the default)."),
+                  "fixes the default).",
+                  "旋转位置编码的 base 不是 10000：本练习用 nl.apply_rope 的默认 base 10000（Qwen3 的权重用 rope_theta = 1,000,000，"
+                  "这里任务固定用默认值）。"),
     "mask_excludes_self": ("mask hides the query itself", "query t attends to keys 0 .. t, "
                            "itself included (tril(), not tril(-1)): the first token, with no "
-                           "key left, gets NaN."),
+                           "key left, gets NaN.",
+                           "掩码把查询自己也遮住了：查询 t 关注键 0 .. t，包括自己（用 tril()，不是 tril(-1)）"
+                           "；第一个 token 没有键可看，得到 NaN。"),
     "heads_split": ("heads split the wrong way", "split the features into heads with "
-                    "view(B, T, n_heads, head_dim), then transpose(1, 2) to (B, H, T, head_dim)."),
+                    "view(B, T, n_heads, head_dim), then transpose(1, 2) to (B, H, T, head_dim).",
+                    "拆分多头的方式不对：用 view(B, T, n_heads, head_dim)，再 transpose(1, 2) 得到 (B, H, T, head_dim)。"),
     "heads_merged": ("heads merged the wrong way", "merge back with y.transpose(1, 2)"
                      ".reshape(B, T, d_model): without the transpose the features of different "
-                     "tokens are mixed."),
+                     "tokens are mixed.",
+                     "合并多头的方式不对：用 y.transpose(1, 2).reshape(B, T, d_model)；"
+                     "不转置就会把不同 token 的特征混在一起。"),
     "no_scaling": ("missing 1/sqrt(head_dim)", "the scores are q . k / sqrt(head_dim), after the "
-                   "norms and RoPE (a scale before the norm is undone by it)."),
+                   "norms and RoPE (a scale before the norm is undone by it).",
+                   "没有缩放：注意力分数应除以 sqrt(头维度)。"),
     "scale": ("wrong scale", "the scores are q . k / sqrt(head_dim), head_dim = d_model // "
-              "n_heads."),
+              "n_heads.",
+              "缩放系数不对：分数是 q . k / sqrt(头维度)。"),
     "has_bias": ("projections with bias", "Qwen3's q_proj, k_proj, v_proj and o_proj are "
-                 "bias-free: nn.Linear(d_model, d_model, bias=False)."),
-    "no_o_proj": ("o_proj not applied", "after merging the heads apply o_proj."),
+                 "bias-free: nn.Linear(d_model, d_model, bias=False).",
+                 "线性层带了 bias：应为 nn.Linear(..., bias=False)。"),
+    "no_o_proj": ("o_proj not applied", "after merging the heads apply o_proj.",
+                  "没有应用输出投影 o_proj。"),
     "wrong_projection": ("a projection used in the wrong place", "q = q_proj(x), k = k_proj(x), "
-                         "v = v_proj(x): each input has its own projection."),
+                         "v = v_proj(x): each input has its own projection.",
+                         "某个投影用错了地方：q = q_proj(x)，k = k_proj(x)，v = v_proj(x)，"
+                         "各用各的投影。"),
     "missing_module": ("missing or misshapen layer", "q_proj, k_proj, v_proj, o_proj "
                        "(d_model x d_model, no bias) and q_norm, k_norm with a weight of shape "
-                       "(head_dim,)."),
+                       "(head_dim,).",
+                       "缺少某个层或形状不对：q_proj、k_proj、v_proj、o_proj 为 (d_model, d_model) 且无 bias，"
+                       "q_norm、k_norm 的权重形状为 (head_dim,)。"),
 })
 
 
@@ -198,7 +229,7 @@ CASES = [
 def check_qk_norm_attention(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``cls(d_model, n_heads, eps=1e-6)`` against Qwen3's attention with the same weights."""
     s = Session("QK-norm attention", QK_NORM_MISTAKES, exercise="qk_norm_attention",
-                title_zh=TITLE_ZH, time_limit=time_limit,
+                time_limit=time_limit,
                 references={nl.MultiHeadAttention.forward: "nl.MultiHeadAttention"})
     if not s.require_callable(cls, "your class"):
         return s.result()

@@ -19,31 +19,40 @@ from ._session import Session
 from ._shared import norm_mistakes
 from .result import CheckResult
 
-__all__ = ["TITLE_ZH", "check_rms_norm", "RMS_NORM_MISTAKES", "RMS_NORM_MUTANTS"]
-
-# the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "均方根归一化 RMSNorm"
+__all__ = ["check_rms_norm", "RMS_NORM_MISTAKES", "RMS_NORM_MUTANTS"]
 
 _NORM_MISTAKES = norm_mistakes(
     "RMSNorm", stat="RMS", stats="mean square", reduce="x.pow(2).mean(-1, keepdim=True)",
-    wrong="x / (rms + eps)", right="sqrt(mean(x^2) + eps)", zero_row="an all-zero row",
-    overflow="x^2 for |x| > 256")
+    wrong="x / (rms + eps)", right="sqrt(mean(x^2) + eps)", small="small magnitude",
+    zero_row="an all-zero row",
+    overflow="x^2 for |x| > 256",
+    zh={"name": "均方根归一化", "stat": "均方根", "stats": "均方值 mean(x^2)",
+        "right": "sqrt(mean(x^2) + eps)", "small": "幅度小", "zero_row": "全零行",
+        "overflow": " |x| > 256 时 x^2 "})
 
 RMS_NORM_MISTAKES = catalogue("rms_norm", {
     **_NORM_MISTAKES,
     "mean_subtracted": ("mean subtracted", "you subtract the mean: that is LayerNorm. RMSNorm only "
                         "re-scales, y = x / sqrt(mean(x^2) + eps) * weight, with no centring "
-                        "(Zhang & Sennrich 2019)."),
+                        "(Zhang & Sennrich 2019).",
+                        "减去了均值，那是层归一化：均方根归一化只做重缩放，y = x / sqrt(mean(x^2) + eps) * weight，"
+                        "不去均值（Zhang & Sennrich 2019）。"),
     "l2_norm": ("divided by the L2 norm", "you divide by the L2 norm ||x||, not by the root *mean* "
-                "square: the output is too small by sqrt(d). Use x.pow(2).mean(-1, keepdim=True)."),
+                "square: the output is too small by sqrt(d). Use x.pow(2).mean(-1, keepdim=True).",
+                "除以了 L2 范数：均方根归一化除以 sqrt(mean(x^2) + eps)，两者差 sqrt(n) 倍。"),
     "divides_by_mean_square": ("no sqrt", "you divide by mean(x^2) itself; RMSNorm divides by its "
-                               "square root."),
+                               "square root.",
+                               "没有开方：除以的是 mean(x^2) 本身，均方根归一化除以它的平方根 sqrt(mean(x^2) + eps)。"),
     "gemma_one_plus": ("(1 + weight) as in Gemma", "you scale by (1 + weight), Gemma's variant; "
-                       "this exercise (LLaMA, torch) scales by weight itself."),
-    "no_weight": ("weight unused", "you return the normalized x without multiplying by weight."),
+                       "this exercise (LLaMA, torch) scales by weight itself.",
+                       "乘的是 (1 + weight)，那是 Gemma 的变体：这里是 x_hat * weight。"),
+    "no_weight": ("weight unused", "you return the normalized x without multiplying by weight.",
+                  "没有用到 weight：把归一化后的 x 乘以 weight。"),
     "not_rms": ("divided by something other than the RMS", "RMSNorm divides by "
-                "sqrt(mean(x^2) + eps), the mean over the d features."),
-    "weight_not_scaling": ("weight not a scale", "multiply by the weight: x_hat * weight."),
+                "sqrt(mean(x^2) + eps), the mean over the d features.",
+                "除以的不是均方根 sqrt(mean(x^2) + eps)。"),
+    "weight_not_scaling": ("weight not a scale", "multiply by the weight: x_hat * weight.",
+                           "weight 没有作为缩放系数：应乘以 weight，x_hat * weight。"),
 })
 
 
@@ -108,7 +117,7 @@ BACKWARD = Case("backward (x, weight)", _x((3, 6), 110, torch.float64), _EPS)
 
 def check_rms_norm(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(x, weight, eps=1e-6)``, RMSNorm over the last dim, against nl.rms_norm."""
-    s = Session("RMSNorm", RMS_NORM_MISTAKES, exercise="rms_norm", title_zh=TITLE_ZH,
+    s = Session("RMSNorm", RMS_NORM_MISTAKES, exercise="rms_norm",
                 time_limit=time_limit, forbidden=_RMS_FORBIDDEN,
                 references={nl.rms_norm: "nl.rms_norm", nl.RMSNorm.forward: "nl.RMSNorm"},
                 error_hints=((BROADCAST_ERROR, "missing_keepdim"),))

@@ -19,10 +19,7 @@ from ._probes import fmt, near, output
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["TITLE_ZH", "check_rope", "ROPE_MISTAKES", "ROPE_MUTANTS", "LAYOUT_NAMES"]
-
-# the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "旋转位置编码 RoPE"
+__all__ = ["check_rope", "ROPE_MISTAKES", "ROPE_MUTANTS", "LAYOUT_NAMES"]
 
 LAYOUT_NAMES = {"interleaved": "interleaved pairs (2i, 2i+1), as Meta's LLaMA",
                 "half": "split halves (i, i + D/2), as HF's rotate_half"}
@@ -30,35 +27,48 @@ LAYOUT_NAMES = {"interleaved": "interleaved pairs (2i, 2i+1), as Meta's LLaMA",
 ROPE_MISTAKES = catalogue("rope", {
     "minus_theta": ("rotation by -theta", "you rotate by -theta (clockwise). That keeps the "
                     "relative property too and is a valid convention elsewhere, but LLaMA, HF and "
-                    "this exercise rotate by +theta: y0 = x0 cos - x1 sin, y1 = x0 sin + x1 cos."),
+                    "this exercise rotate by +theta: y0 = x0 cos - x1 sin, y1 = x0 sin + x1 cos.",
+                    "按 -theta 旋转（顺时针）：本练习按 +theta 旋转，y0 = x0 cos - x1 sin，"
+                    "y1 = x0 sin + x1 cos。"),
     "frequency_exponent": ("theta_i = base^(-i/D)", "the frequencies are theta_i = base^(-2i/D) "
                            "for pair i = 0 .. D/2 - 1 (or base^(-j/D) for even j); base^(-i/D) "
-                           "makes them fall only half as far."),
+                           "makes them fall only half as far.",
+                           "频率写成了 base^(-i/D)：应为 theta_i = base^(-2i/D)。"),
     "positions_from_one": ("positions start at 1", "positions start at 0: the first row is not "
-                           "rotated (torch.arange(T))."),
+                           "rotated (torch.arange(T)).",
+                           "位置从 1 开始：第一个位置是 0，第一行不旋转（torch.arange(T)）。"),
     "pairs_mixed": ("pairs mixed across layouts", "the pairing and the frequencies come from "
                     "different layouts: with rotate_half (pairs i, i + D/2) the angles repeat as "
                     "cat(theta, theta); with interleaved pairs (2i, 2i+1) as "
-                    "theta.repeat_interleave(2)."),
+                    "theta.repeat_interleave(2).",
+                    "配对方式和频率排列来自不同的布局：前后两半布局用 cat(theta, theta)，交错布局用 theta.repeat_interleave(2)。"),
     "half_rotated": ("only half the features rotated", "only half of the features are rotated "
                      "(or only one feature of each pair is updated): every pair (x0, x1) becomes "
-                     "(x0 cos - x1 sin, x0 sin + x1 cos), using the old x0 in both."),
+                     "(x0 cos - x1 sin, x0 sin + x1 cos), using the old x0 in both.",
+                     "只旋转了一半特征：每一对 (x0, x1) 都要旋转，两式都用旧的 x0。"),
     "sin_cos_swapped": ("sin and cos swapped", "sin and cos are swapped: at position 0 nothing "
-                        "may change, so x * cos + rotate(x) * sin."),
+                        "may change, so x * cos + rotate(x) * sin.",
+                        "sin 和 cos 用反了：位置 0 不应有任何变化。"),
     "positions_wrong_dim": ("positions along the wrong dim", "the position is the index along "
                             "dim -2 (T) of x (..., T, D); with (B, H, T, D) input do not take it "
-                            "from dim 1 (heads) as in the (B, T, H, D) layout."),
+                            "from dim 1 (heads) as in the (B, T, H, D) layout.",
+                            "位置取自错误的维度：位置是 x (..., T, D) 的 dim -2。"),
     "base_ignored": ("base argument ignored", "you ignore the base argument (10000 hard-coded?); "
-                     "LLaMA-3 uses 500000."),
+                     "LLaMA-3 uses 500000.",
+                     "忽略了 base 参数（写死了 10000？）：LLaMA-3 用 500000。"),
     "angles_low_precision": ("angles in low precision", "the angles t * theta are computed in the "
                              "input's dtype: bfloat16 cannot even represent 255 * theta precisely. "
-                             "Compute the angles (and cos, sin) in float32."),
+                             "Compute the angles (and cos, sin) in float32.",
+                             "角度用输入的低精度 dtype 计算：请用 float32 计算角度和 cos、sin。"),
     "frequencies": ("wrong frequencies", "theta_i = base^(-2i/D) for pair i = 0 .. D/2 - 1: from 1 "
-                    "down to nearly 1/base."),
+                    "down to nearly 1/base.",
+                    "旋转频率不对：theta_i = base^(-2i/D)，i = 0 .. D/2 - 1。"),
     "not_rotation": ("not a rotation", "each pair (x0, x1) is rotated: its length stays, and "
-                     "position 0 leaves x unchanged."),
+                     "position 0 leaves x unchanged.",
+                     "变换不是旋转：每一对特征按 cos、sin 旋转，范数不变。"),
     "positions": ("wrong positions", "the row at index t of dim -2 sits at position t: "
-                  "torch.arange(T)."),
+                  "torch.arange(T).",
+                  "位置不对：第 t 行的位置是 t，torch.arange(T)。"),
 })
 
 _LAYOUTS = ("interleaved", "half")
@@ -160,7 +170,7 @@ BACKWARD = Case("backward", _x(1, 2, 5, 8, seed=70, dtype=torch.float64), {"base
 
 def check_rope(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(x, base=10000.0)`` against nl.apply_rope in either layout; report the layout."""
-    s = Session("RoPE", ROPE_MISTAKES, exercise="rope", title_zh=TITLE_ZH, time_limit=time_limit,
+    s = Session("RoPE", ROPE_MISTAKES, exercise="rope", time_limit=time_limit,
                 references={nl.apply_rope: "nl.apply_rope",
                             nl.apply_rope_complex: "nl.apply_rope_complex"})
     if not s.require_callable(fn):

@@ -20,40 +20,52 @@ from ._generic import catalogue
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["TITLE_ZH", "check_warmup_cosine", "WARMUP_MISTAKES", "WARMUP_MUTANTS"]
-
-# the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "学习率预热 + 余弦衰减"
+__all__ = ["check_warmup_cosine", "WARMUP_MISTAKES", "WARMUP_MUTANTS"]
 
 WARMUP_MISTAKES = catalogue("warmup_cosine", {
     "off_by_one": ("off by one at the warmup boundary", "off by one at the boundary: the multiplier "
                    "is step / warmup_steps for step < warmup_steps (0 at step 0) and exactly 1 at "
-                   "step == warmup_steps, where the cosine starts (progress 0)."),
+                   "step == warmup_steps, where the cosine starts (progress 0).",
+                   "预热边界差了一步：step < warmup_steps 时为 step / warmup_steps。"),
     "no_floor": ("no floor after total_steps", "after total_steps the cosine keeps going (and "
-                 "rises again): clamp the progress at 1, so the multiplier stays at min_ratio."),
+                 "rises again): clamp the progress at 1, so the multiplier stays at min_ratio.",
+                 "total_steps 之后没有保持在下限：应一直停在 min_ratio。"),
     "min_ratio_ignored": ("min_ratio ignored", "the cosine must end at min_ratio, not 0: "
-                          "min_ratio + (1 - min_ratio) * 0.5 * (1 + cos(pi * progress))."),
+                          "min_ratio + (1 - min_ratio) * 0.5 * (1 + cos(pi * progress)).",
+                          "忽略了 min_ratio：余弦衰减到 min_ratio，而不是 0。"),
     "min_ratio_as_clamp": ("min_ratio as a clamp", "min_ratio is where the cosine ends, not a "
                            "clamp on a cosine that ends at 0: scale the cosine into "
-                           "[min_ratio, 1]."),
+                           "[min_ratio, 1].",
+                           "把 min_ratio 当作截断下限：应把余弦整体缩放到 [min_ratio, 1]。"),
     "progress_from_zero": ("cosine measured from step 0", "the cosine's progress runs from the end "
-                           "of warmup: (step - warmup_steps) / (total_steps - warmup_steps)."),
+                           "of warmup: (step - warmup_steps) / (total_steps - warmup_steps).",
+                           "余弦进度从第 0 步算起：应从预热结束（warmup_steps）算起。"),
     "linear_decay": ("linear decay", "the decay is a half cosine, 0.5 * (1 + cos(pi * progress)), "
-                     "not a straight line."),
+                     "not a straight line.",
+                     "用了线性衰减：应为余弦衰减。"),
     "full_cosine": ("a full cosine period", "the decay is half a cosine period: cos(pi * progress), "
-                    "not cos(2 pi * progress)."),
+                    "not cos(2 pi * progress).",
+                    "用了一个完整的余弦周期：衰减段只走半个周期，0.5 * (1 + cos(pi * p))。"),
     "zero_warmup": ("division by warmup_steps = 0", "with warmup_steps = 0 there is no warmup: the "
-                    "schedule starts at 1; do not divide by warmup_steps then."),
-    "not_a_number": ("not a number", "return the multiplier as a Python float (or int)."),
+                    "schedule starts at 1; do not divide by warmup_steps then.",
+                    "warmup_steps = 0 时出现除以 0：没有预热时直接从 1 开始衰减。"),
+    "not_a_number": ("not a number", "return the multiplier as a Python float (or int).",
+                     "返回的不是数值。"),
     "decay_shape": ("the decay is not the half cosine", "after warmup the multiplier is min_ratio "
-                    "+ (1 - min_ratio) * 0.5 * (1 + cos(pi * progress))."),
+                    "+ (1 - min_ratio) * 0.5 * (1 + cos(pi * progress)).",
+                    "衰减段不是半个余弦：预热之后乘数为 min_ratio + (1 - min_ratio) * 0.5 * (1 + cos(pi * progress))，"
+                    "progress 为衰减进度。"),
     "warmup_ramp": ("wrong warmup ramp", "during warmup the multiplier is step / warmup_steps: 0 "
-                    "at step 0."),
+                    "at step 0.",
+                    "预热段不对：预热期间乘数为 step / warmup_steps，第 0 步为 0。"),
     "decay_end": ("the cosine ends elsewhere", "the cosine reaches min_ratio exactly at "
                   "total_steps: progress (step - warmup_steps) / (total_steps - warmup_steps) is "
-                  "1 there."),
+                  "1 there.",
+                  "余弦没有恰好在 total_steps 处到达 min_ratio：那里的进度应为 1。"),
     "floor": ("wrong value after total_steps", "after total_steps the multiplier stays at "
-              "min_ratio: clamp the progress at 1."),
+              "min_ratio: clamp the progress at 1.",
+              "total_steps 之后的值不对：应一直保持 min_ratio（把进度截断在 1）"
+              "。"),
 })
 
 
@@ -124,7 +136,7 @@ def _steps(total):
 def check_warmup_cosine(fn, *, time_limit: float = 3.0) -> CheckResult:
     """Check ``fn(step, warmup_steps, total_steps, min_ratio=0.0)`` against
     nl.cosine_with_warmup, for every step from 0 to past total_steps."""
-    s = Session("Warmup + cosine", WARMUP_MISTAKES, exercise="warmup_cosine", title_zh=TITLE_ZH,
+    s = Session("Warmup + cosine", WARMUP_MISTAKES, exercise="warmup_cosine",
                 time_limit=time_limit,
                 references={nl.cosine_with_warmup: "nl.cosine_with_warmup"},
                 error_hints=((r"division by zero", "zero_warmup"),))

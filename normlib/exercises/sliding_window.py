@@ -26,85 +26,124 @@ from ._probes import near
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["TITLE_ZH", "check_sliding_window_attention", "SLIDING_WINDOW_MISTAKES",
+__all__ = ["check_sliding_window_attention", "SLIDING_WINDOW_MISTAKES",
            "SLIDING_WINDOW_MUTANTS"]
-
-# the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "手撕滑动窗口注意力与滚动键值缓存"
 
 SLIDING_WINDOW_MISTAKES = catalogue("sliding_window_attention", {
     "window_too_wide": ("window off by one: W + 1 keys", "a query sees itself and W keys before "
                         "it; the window W counts itself: keys p - W + 1 .. p (Mistral's "
-                        "kv_idx > q_idx - W)."),
+                        "kv_idx > q_idx - W).",
+                        "窗口有差一错误（off-by-one）：看到了 W + 1 个键。窗口 W 包括自己：键 p - W + 1 .. p。"),
     "window_too_narrow": ("window off by one: W - 1 keys", "a query sees only W - 1 keys; the "
-                          "window W counts itself and the W - 1 keys before it: p - W + 1 .. p."),
+                          "window W counts itself and the W - 1 keys before it: p - W + 1 .. p.",
+                          "窗口有差一错误（off-by-one）：只看到 W - 1 个键。窗口 W 是自己加上前面 W - 1 个键："
+                          "p - W + 1 .. p。"),
     "no_window": ("no window: plain causal", "every earlier key is seen; keep only keys "
-                  "p - W + 1 .. p."),
+                  "p - W + 1 .. p.",
+                  "没有窗口：成了普通因果注意力。只保留键 p - W + 1 .. p。"),
     "window_not_causal": ("window not causal", "the window reaches into the future: keys after "
-                          "the query must stay hidden, the band is p - W + 1 .. p."),
+                          "the query must stay hidden, the band is p - W + 1 .. p.",
+                          "窗口不是因果的：看到了未来的键。窗口是 p - W + 1 .. p。"),
     "cache_not_rolled": ("cache not rolled", "the cache grows with the text: after the update keep "
-                         "only the last W - 1 keys and values (a fixed size, whatever the length)."),
+                         "only the last W - 1 keys and values (a fixed size, whatever the length).",
+                         "缓存没有滚动：更新之后只保留最后 W - 1 个键和值，大小固定。"),
     "positions_reset": ("positions reset when rolled", "the new tokens are rotated at the number of "
                         "keys kept, which stops growing once the cache rolls; their position is "
-                        "the number of tokens seen, cache['seen']."),
+                        "the number of tokens seen, cache['seen'].",
+                        "滚动后位置被重置：新 token 的位置是已见过的 token 数 cache['seen']，"
+                        "不是保留的键数。"),
     "positions_per_call": ("positions restart at 0 each call", "the new tokens' positions start at "
-                           "cache['seen'] (the tokens before them), not at 0."),
+                           "cache['seen'] (the tokens before them), not at 0.",
+                           "每次调用位置都从 0 开始：新 token 的位置从 cache['seen'] 开始。"),
     "decode_differs": ("decoding differs from the full pass", "the full pass is right but "
                        "decoding with the cache is not: the new tokens sit at positions "
                        "cache['seen'] onwards, attend to the kept keys followed by their own, "
-                       "and the cache then keeps the last W - 1."),
+                       "and the cache then keeps the last W - 1.",
+                       "一次性前向正确，但用缓存解码不对：检查位置、保留的键和缓存的滚动。"),
     "window_excludes_self": ("window excludes the query itself", "a query sees keys p - W .. "
                              "p - 1; the window counts the query itself: keys p - W + 1 .. p "
-                             "(the first token, with no key before it, gets NaN)."),
+                             "(the first token, with no key before it, gets NaN).",
+                             "窗口把查询自己排除了：位置 p 的查询应看到键 p - W + 1 .. p，包括自己（第一个 token 没有别的键，"
+                             "会得到 NaN）。"),
     "mask_by_zero": ("masked scores set to 0, not -inf", "multiplying the scores by the mask "
                      "gives a masked key the score 0, and exp(0 - m) is not 0: fill the masked "
-                     "scores with -inf (masked_fill(~keep, float('-inf'))) before the softmax."),
+                     "scores with -inf (masked_fill(~keep, float('-inf'))) before the softmax.",
+                     "用乘以掩码的方式把分数置 0，而不是 -inf：被掩码的键仍得到权重 exp(0 - m)。"
+                     "应在 softmax 之前用 -inf 填充。"),
     "mask_misaligned": ("mask rows misplaced when the cache holds keys", "the keys are the kept "
                         "ones followed by the new ones, so the T new queries are the last T rows "
                         "of positions: query i sits at index S - T + i of the S keys (the full "
-                        "pass, with nothing kept, cannot show it)."),
+                        "pass, with nothing kept, cannot show it).",
+                        "缓存里有键时掩码的行放错了：键是保留的键再接新键，T 个新查询是最后 T 行，查询 i 位于 S 个键中的第 S - T + i 个。"),
     "softmax_dim": ("softmax over the queries", "normalize each query's weights over the keys: "
-                    "softmax(scores, dim=-1)."),
-    "no_scaling": ("missing 1/sqrt(D)", "the scores are q k^T / sqrt(D), D the head dim."),
-    "scale": ("wrong scale", "the scores are q . k / sqrt(D), D = q.shape[-1]."),
+                    "softmax(scores, dim=-1).",
+                    "softmax 的维度不对：每个查询的权重要在键的维度上归一化，softmax(scores, dim=-1)。"),
+    "no_scaling": ("missing 1/sqrt(D)", "the scores are q k^T / sqrt(D), D the head dim.",
+                   "没有缩放：注意力分数应除以 sqrt(头维度)。"),
+    "scale": ("wrong scale", "the scores are q . k / sqrt(D), D = q.shape[-1].",
+              "缩放系数不对：分数是 q . k / sqrt(头维度)。"),
     "no_rope": ("no RoPE", "rotate q and k at their positions with nl.apply_rope(x, positions) "
-                "before the scores."),
+                "before the scores.",
+                "缺少旋转位置编码：在计算分数之前对 q 和 k 做旋转。"),
     "rope_layout": ("RoPE in the half layout", "this exercise uses nl.apply_rope's default "
-                    "layout, interleaved pairs (2i, 2i + 1)."),
+                    "layout, interleaved pairs (2i, 2i + 1).",
+                    "旋转位置编码用了前后两半布局：本练习用 nl.apply_rope 的默认布局，交错的 (2i, 2i + 1) 对。"),
     "rope_one_side": ("RoPE on q or on k only", "rotate both q and k at their positions: the "
-                      "score then depends on the distance between them."),
-    "rope_on_v": ("RoPE on v too", "only q and k are rotated; v keeps its values."),
+                      "score then depends on the distance between them.",
+                      "只对 q 或只对 k 施加了旋转位置编码：两者都要在各自的位置上旋转，分数才只依赖距离。"),
+    "rope_on_v": ("RoPE on v too", "only q and k are rotated; v keeps its values.",
+                  "对 v 也施加了旋转位置编码：只旋转 q 和 k，v 保持原值。"),
     "seen_counts_calls": ("cache['seen'] counts calls, not tokens", "add the number of new tokens "
                           "T to cache['seen'] on each call: a prompt of several tokens counts "
-                          "as several."),
+                          "as several.",
+                          "cache['seen'] 数的是调用次数而不是 token 数：每次调用要加上新 token 的个数 T。"),
     "cache_seen": ("cache['seen'] wrong", "cache['seen'] counts every token the cache has seen, "
-                   "prompt and decoded tokens alike."),
+                   "prompt and decoded tokens alike.",
+                   "cache['seen'] 不对：它要累计缓存见过的全部 token（提示词和解码的 token 都算）"
+                   "。"),
     "cache_keeps_window": ("cache keeps W keys, one too many", "the next query needs only the W - "
-                           "1 keys before it (its own key is new): keep the last W - 1."),
+                           "1 keys before it (its own key is new): keep the last W - 1.",
+                           "缓存保留了 W 个键，多了一个：下一个查询自己的键是新的，只需要之前的 W - 1 个。"),
     "cache_too_short": ("cache keeps fewer than W - 1 keys", "the next query attends to the W - 1 "
-                        "keys before it: keep the last W - 1, not fewer."),
+                        "keys before it: keep the last W - 1, not fewer.",
+                        "缓存保留的键少于 W - 1 个：下一个查询要看到它之前的 W - 1 个键。"),
     "cache_not_appended": ("cache holds only the last call's keys", "append the new keys and "
                            "values to the kept ones, then keep the last W - 1 of them all: "
-                           "a token decoded alone still needs the W - 2 before it."),
+                           "a token decoded alone still needs the W - 2 before it.",
+                           "缓存里只有上一次调用的键：要把新键值接在保留的键值后面，再保留全部中的最后 W - 1 个。"),
     "cache_keeps_oldest": ("cache keeps the oldest keys", "keep the LAST W - 1 keys and values "
-                           "(k[..., -(W - 1):, :]); the oldest are the ones to drop."),
+                           "(k[..., -(W - 1):, :]); the oldest are the ones to drop.",
+                           "缓存保留了最早的键：应保留最后 W - 1 个键和值（k[..., -(W - 1):, :]）"
+                           "，丢掉最早的。"),
     "cache_unrotated": ("cache holds keys before RoPE", "store the rotated keys: a kept key "
                         "stays at the position it was rotated at, and the task asks for "
-                        "cache['k'] after RoPE."),
+                        "cache['k'] after RoPE.",
+                        "缓存里存的是旋转之前的键：应存旋转后的键，任务要求 cache['k'] 是施加 RoPE 之后的。"),
     "rotated_twice": ("kept keys rotated again", "the kept keys were rotated when they were new; "
-                      "rotate only the new keys, then concatenate."),
+                      "rotate only the new keys, then concatenate.",
+                      "保留的键又被旋转了一次：它们在新的时候已经旋转过，只旋转新键，再拼接。"),
     "cache_values": ("cache['k'] or cache['v'] holds other tensors", "after the call "
                      "cache['k'] and cache['v'] hold the last W - 1 rotated keys and their values, "
-                     "oldest first."),
+                     "oldest first.",
+                     "调用之后 cache['k'] 或 cache['v'] 的内容不对：应是最后 W - 1 个旋转后的键及其值，"
+                     "按时间顺序。"),
     "cache_names": ("cache kept under other names", "keep the cache in cache['k'], cache['v'] and "
-                    "cache['seen'], the names the task (and a caller) uses."),
+                    "cache['seen'], the names the task (and a caller) uses.",
+                    "缓存用了别的名字：请用 cache['k']、cache['v'] 和 cache['seen']，"
+                    "这是任务（和调用者）使用的名字。"),
     "cache_not_kept": ("the cache dict stays empty", "update the dict you are given in place "
                        "(cache['k'] = ... or cache.update(...)); cache = {...} makes a new dict "
-                       "the caller never sees."),
+                       "the caller never sees.",
+                       "传入的缓存字典一直是空的：要原地更新传入的字典（cache['k'] = ... 或 cache.update(...)）"
+                       "；cache = {...} 会新建一个调用者看不到的字典。"),
     "cache_unused": ("kept keys not attended", "the keys and values are the kept ones (cache['k'], "
-                     "cache['v']) followed by the new ones: concatenate before the scores."),
+                     "cache['v']) followed by the new ones: concatenate before the scores.",
+                     "没有关注保留的键：键和值是保留的（cache['k']、cache['v']）再接上新的，"
+                     "算分数之前要先拼接。"),
     "cache_order": ("new keys before the kept ones", "concatenate the kept keys first, then the "
-                    "new ones: torch.cat([cache['k'], k], -2), so that positions increase."),
+                    "new ones: torch.cat([cache['k'], k], -2), so that positions increase.",
+                    "新键放在了保留的键前面：先接保留的键，再接新键，torch.cat([cache['k'], k], -2)，"
+                    "位置才是递增的。"),
 })
 
 
@@ -267,7 +306,7 @@ def check_sliding_window_attention(fn, *, time_limit: float = 3.0) -> CheckResul
     """Check ``fn(q, k, v, window, cache)``: the full pass, decoding through the dict cache, and
     what the cache holds after every call."""
     s = Session("Sliding-window attention", SLIDING_WINDOW_MISTAKES,
-                exercise="sliding_window_attention", title_zh=TITLE_ZH, time_limit=time_limit,
+                exercise="sliding_window_attention", time_limit=time_limit,
                 forbidden=_FORBIDDEN,
                 references={nl.sliding_window_mask: "nl.sliding_window_mask",
                             nl.RollingKVCache.update: "nl.RollingKVCache"})

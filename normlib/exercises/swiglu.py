@@ -19,45 +19,58 @@ from ._probes import near, output
 from ._session import Fail, Session
 from .result import CheckResult
 
-__all__ = ["TITLE_ZH", "check_swiglu_ffn", "SWIGLU_MISTAKES", "SWIGLU_MUTANTS"]
-
-# the exercise's title in the Chinese report (catalog.py shows it in the drill)
-TITLE_ZH = "SwiGLU 前馈网络"
+__all__ = ["check_swiglu_ffn", "SWIGLU_MISTAKES", "SWIGLU_MUTANTS"]
 
 SWIGLU_MISTAKES = catalogue("swiglu_ffn", {
     "missing_projection": ("w1, w2 or w3 missing", "the module needs three bias-free linear layers: "
                            "w1 (gate) and w3 (up), dim -> hidden_dim, and w2 (down), "
-                           "hidden_dim -> dim."),
+                           "hidden_dim -> dim.",
+                           "缺少 w1、w2 或 w3（名字不对或没有定义）。"),
     "has_bias": ("linear layers with bias", "LLaMA's SwiGLU FFN is bias-free (Shazeer 2020 omits "
-                 "biases): nn.Linear(..., bias=False)."),
+                 "biases): nn.Linear(..., bias=False).",
+                 "线性层带了 bias：应为 nn.Linear(..., bias=False)。"),
     "wrong_weight_shape": ("wrong weight shapes", "w1 and w3 map dim -> hidden_dim (weight shape "
-                           "(hidden_dim, dim)); w2 maps hidden_dim -> dim (weight (dim, hidden_dim))."),
+                           "(hidden_dim, dim)); w2 maps hidden_dim -> dim (weight (dim, hidden_dim)).",
+                           "权重形状不对：w1、w3 为 (hidden_dim, dim)，w2 为 (dim, hidden_dim)。"),
     "sigmoid_gate": ("sigmoid gate (GLU)", "the gate uses sigmoid: that is the original GLU "
-                     "(Dauphin et al. 2017). SwiGLU gates with SiLU = Swish_1: x * sigmoid(x)."),
+                     "(Dauphin et al. 2017). SwiGLU gates with SiLU = Swish_1: x * sigmoid(x).",
+                     "门控用了 sigmoid（GLU）：SwiGLU 用 SiLU。"),
     "gelu_gate": ("GELU gate (GEGLU)", "the gate uses GELU: that is GEGLU. SwiGLU gates with "
-                  "SiLU: F.silu(w1(x))."),
-    "relu_gate": ("ReLU gate (ReGLU)", "the gate uses ReLU: that is ReGLU. SwiGLU gates with SiLU."),
+                  "SiLU: F.silu(w1(x)).",
+                  "门控用了 GELU（GEGLU）：SwiGLU 用 SiLU。"),
+    "relu_gate": ("ReLU gate (ReGLU)", "the gate uses ReLU: that is ReGLU. SwiGLU gates with SiLU.",
+                  "门控用了 ReLU（ReGLU）：SwiGLU 用 SiLU。"),
     "no_gate_activation": ("no activation (bilinear)", "no activation on the gate: that is the "
-                           "Bilinear variant. SwiGLU applies SiLU to w1(x)."),
+                           "Bilinear variant. SwiGLU applies SiLU to w1(x).",
+                           "门控没有激活函数（双线性）：SwiGLU 对 w1(x) 用 SiLU。"),
     "gate_up_swapped": ("gate and up swapped", "SiLU goes on w1 (the gate), not on w3 (the up "
                         "projection): w2(silu(w1(x)) * w3(x)). The weights are not "
-                        "interchangeable once a checkpoint is loaded."),
+                        "interchangeable once a checkpoint is loaded.",
+                        "门控投影和上投影用反了：SiLU 作用在 w1（门控）上，w2(silu(w1(x)) * w3(x))。"),
     "silu_on_product": ("SiLU on the product", "SiLU applies to the gate alone, before the "
-                        "product: silu(w1(x)) * w3(x), not silu(w1(x) * w3(x))."),
+                        "product: silu(w1(x)) * w3(x), not silu(w1(x) * w3(x)).",
+                        "SiLU 作用在了乘积上：应为 silu(w1(x)) * w3(x)。"),
     "no_up_projection": ("w3 unused (plain FFN)", "without the w3 branch this is a plain FFN, "
-                         "w2(silu(w1 x)); SwiGLU multiplies by the up projection w3(x)."),
+                         "w2(silu(w1 x)); SwiGLU multiplies by the up projection w3(x).",
+                         "没有用到 w3（退化成普通前馈网络）：w2(silu(w1(x)) * w3(x))。"),
     "missing_down_projection": ("missing down projection w2", "the output has hidden_dim features: "
-                                "apply the down projection w2 to bring it back to dim."),
+                                "apply the down projection w2 to bring it back to dim.",
+                                "缺少下投影 w2：w2(silu(w1(x)) * w3(x))。"),
     "gate_activation": ("the gate's activation is not SiLU", "SwiGLU gates with SiLU: "
-                        "w2(silu(w1 x) * w3 x)."),
+                        "w2(silu(w1 x) * w3 x).",
+                        "门控的激活函数不是 SiLU：SwiGLU 是 w2(silu(w1(x)) * w3(x))。"),
     "gate_not_product": ("gate and up not multiplied", "the gate and the up projection are "
-                         "multiplied element-wise: silu(w1 x) * w3 x."),
+                         "multiplied element-wise: silu(w1 x) * w3 x.",
+                         "门控和上投影没有逐元素相乘：应为 silu(w1(x)) * w3(x)。"),
     "output_not_from_w2": ("output not from w2", "everything the FFN returns goes through the down "
-                           "projection w2."),
+                           "projection w2.",
+                           "输出没有全部经过下投影 w2。"),
     "residual_inside": ("residual inside the FFN", "the FFN returns w2(...) only: the block around "
-                        "it adds the residual."),
+                        "it adds the residual.",
+                        "前馈网络内部加了残差：残差连接在块里，前馈网络只返回 w2(...)。"),
     "up_activated": ("SiLU on both branches", "only the gate w1 goes through SiLU; the up "
-                     "projection w3 enters linearly."),
+                     "projection w3 enters linearly.",
+                     "两个分支都加了激活：只有门控分支 w1 用 SiLU，上投影 w3 是线性的。"),
 })
 
 
@@ -114,7 +127,7 @@ CASES = [
 
 def check_swiglu_ffn(cls, *, time_limit: float = 3.0) -> CheckResult:
     """Check the class ``cls(dim, hidden_dim)`` (w1, w2, w3; forward) against a SwiGLU FFN."""
-    s = Session("SwiGLU FFN", SWIGLU_MISTAKES, exercise="swiglu_ffn", title_zh=TITLE_ZH,
+    s = Session("SwiGLU FFN", SWIGLU_MISTAKES, exercise="swiglu_ffn",
                 time_limit=time_limit,
                 references={nl.GLUFeedForward.forward: "nl.GLUFeedForward",
                             nl.glu_variant: "nl.glu_variant"})
