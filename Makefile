@@ -145,14 +145,16 @@ check-exercises: setup
 mistake-codes: setup
 	$(PY) -m tools.mistake_codes
 
-# Grade a class (normlib/classroom/): SUBMISSIONS holds one folder per student with the practice
-# notebooks as `make exercises` copies them; OUT gets gradebook.csv, results.jsonl, report.html.
-# Each answer runs in its own limited process (normlib/classroom/ISOLATION.md).
+# Grade a class (normlib/classroom/): SUBMISSIONS holds one folder per student, as
+# `python -m normlib.classroom collect` snapshots them; OUT (outside any git work tree) gets
+# gradebook.csv, report.html, feedback/, results.jsonl, gradescope/. The assignment goes in
+# GRADE_ARGS, e.g. GRADE_ARGS="--exercises 01_layer_norm,03_rms_norm --roster roster.csv
+# --format canvas" (docs/classroom.md). Each answer runs in a sandbox (normlib/classroom/ISOLATION.md).
 .PHONY: grade
 grade: setup
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || \
-		{ echo "usage: make grade SUBMISSIONS=folder-of-student-folders OUT=folder" >&2; exit 2; }
-	$(PY) -m normlib.classroom grade "$(SUBMISSIONS)" --out "$(OUT)"
+		{ echo "usage: make grade SUBMISSIONS=folder-of-student-folders OUT=folder [GRADE_ARGS=...]" >&2; exit 2; }
+	$(PY) -m normlib.classroom grade "$(SUBMISSIONS)" --out "$(OUT)" $(GRADE_ARGS)
 
 # The Chinese edition (README.zh-CN.md): notebooks/zh/ is generated from the English notebooks and
 # the translation files in notebooks/zh/_translations/. `translations` regenerates it (after the
@@ -191,8 +193,9 @@ clean:
 
 # The classroom kit (classroom/, docs/classroom.md). `hub`: a trial JupyterHub on 127.0.0.1 for a
 # laptop (test users, one password, everyone as your Unix user: never for a real class).
-# `e2e-classroom`: two students on that hub in Chromium, nbgitpuller links, an instructor's update,
-# the grader (tests/e2e_classroom). The hub's packages (classroom/requirements.txt) go into .venv on
+# `e2e-classroom`: a graded week on that hub (tests/e2e_classroom): a course built by tools.course
+# behind a .git URL, two students in Chromium and a roster of three, nbgitpuller links, an
+# instructor's update, then collect at a deadline, grade, the Canvas CSV, feedback returned. The hub's packages (classroom/requirements.txt) go into .venv on
 # first use, with requirements.txt as constraints; the proxy comes from classroom/package-lock.json.
 HUB_STAMP := $(VENV)/.installed-hub
 HUB_NPM   := classroom/node_modules/.package-lock.json

@@ -19,12 +19,33 @@ c = get_config()  # noqa: F821 (JupyterHub's config loader defines get_config)
 # JupyterLab first.
 c.Spawner.default_url = "/lab"
 # Memory and CPU per student, enforced by TLJH's systemd spawner (the simple and local process
-# spawners ignore them). A student's server with a lesson open and its imports run (torch,
-# matplotlib, normlib) is measured by `make e2e-classroom`; the training cells of lessons 04, 05 and
-# 07 need more while they run. 1 GiB leaves room for that; the hub's RAM is sized on the typical
-# use, not on this limit (docs/classroom.md).
-c.Spawner.mem_limit = "1G"
+# spawners ignore them). Each nbgitpuller link opens a notebook with a kernel of its own: measured
+# by `make e2e-classroom` (docs/classroom.md, the sizing table), a student with a lesson run and
+# one more link open holds about 0.6 GB, and the lecturer walkthrough measured 976 MB for a lesson
+# run, a practice notebook and a third link. 2 GiB leaves room for one training cell of lessons
+# 04, 05 or 07 beside that; the machine's RAM is sized on the typical use, not on this limit.
+c.Spawner.mem_limit = "2G"
 c.Spawner.cpu_limit = 1
+# Inside each student's JupyterLab: kernels idle for 20 minutes are shut down, even with their
+# tab still open (cull_connected), so the kernels of old links do not add up to the limit above;
+# no Jupyter news and no update check.
+c.Spawner.args = [
+    "--MappingKernelManager.cull_idle_timeout=1200",
+    "--MappingKernelManager.cull_interval=60",
+    "--MappingKernelManager.cull_connected=True",
+    "--LabApp.news_url=",
+    "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+]
+# The "Would you like to get notified about official Jupyter news?" toast comes from a JupyterLab
+# plugin; switch it off for every student once, on the server:
+#   sudo /opt/tljh/user/bin/jupyter labextension disable --level=sys_prefix \
+#       "@jupyterlab/apputils-extension:announcements"
+# (the trial hub does the same with classroom/jupyter_config/labconfig/page_config.json).
+#
+# Assessed work: a terminal lets a student change a file's time, which `collect --deadline` reads.
+# Turn terminals off for the weeks that count:
+# c.Spawner.args.append("--ServerApp.terminals_enabled=False")
+#
 # Stop servers left idle for an hour (TLJH runs jupyterhub-idle-culler; its own setting is
 # `tljh-config set services.cull.timeout 3600`). Idle servers hold their memory until then.
 

@@ -61,7 +61,14 @@ c.JupyterHub.spawner_class = "simple"
 c.SimpleLocalProcessSpawner.home_dir_template = str(STATE / "homes" / "{username}")
 c.Spawner.cmd = [str(pathlib.Path(sys.executable).parent / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
-args = ["--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+# The students' JupyterLab as in a real class (classroom/jupyterhub_config.py): no news, no update
+# check, no "Would you like to get notified about official Jupyter news?" toast (the announcements
+# plugin is disabled by classroom/jupyter_config/labconfig/page_config.json), and idle kernels
+# culled, so that the kernels of the notebooks a student opened through links do not add up.
+c.Spawner.environment = {"JUPYTER_CONFIG_PATH": str(HERE / "jupyter_config")}
+args = ["--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--MappingKernelManager.cull_idle_timeout=1200", "--MappingKernelManager.cull_interval=60",
+        "--MappingKernelManager.cull_connected=True"]
 if os.geteuid() == 0:       # a container or CI as root: Jupyter refuses to start as root otherwise
     args.append("--ServerApp.allow_root=True")
 args += os.environ.get("NORMLIB_HUB_LAB_ARGS", "").split()

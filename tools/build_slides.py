@@ -261,6 +261,16 @@ def widgets_as_images(nb):
     return nb
 
 
+def unsaved_widgets(nb) -> list[int]:
+    """The code cells (their index among all cells) that show a widget whose state the notebook
+    did not save: the deck can show nothing of it but the code. JupyterLab saves widget state
+    only with Settings › Save Widget State Automatically; `make execute` always does."""
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    return [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+            and any(out.get("data", {}).get(WIDGET_VIEW, {}).get("model_id") not in state
+                    for out in cell.get("outputs", []) if WIDGET_VIEW in out.get("data", {}))]
+
+
 # ------------------------------------------------------------------------------ build
 
 _REMOTE = re.compile(r"""(?:<script[^>]*\ssrc=|<link[^>]*\shref=|<img[^>]*\ssrc=|url\(|import\s*\(?)\s*["']?(?:https?:)?//""",
@@ -317,6 +327,13 @@ def title(nb, fallback: str) -> str:
 
 def build_deck(path: pathlib.Path, out: pathlib.Path, exp: SlidesExporter) -> pathlib.Path:
     nb = nbformat.read(path, as_version=4)
+    unsaved = unsaved_widgets(nb)
+    if unsaved:
+        shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        print(f"warning: {path.name}: cells {', '.join(map(str, unsaved))} show a widget whose "
+              "state was not saved, so their slides show only the code. Save the state "
+              "(JupyterLab: Settings › Save Widget State Automatically, then save the notebook) "
+              f"or run `make execute NB={shown}` before `make slides`.", file=sys.stderr)
     nb = with_slide_types(widgets_as_images(without_test_markers(nb)))
     page, _ = exp.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
     remote = remote_loads(page)
