@@ -24,7 +24,7 @@
     return best;
   }
 
-  function wire(entry, models, area) {
+  function wire(entry, models, area, viewTag) {
     var controls = entry.controls.map(function (c) { return {spec: c, model: models[c.model]}; });
     if (controls.some(function (c) { return !c.model; })) {
       throw new Error("normlib frames: a control of " + entry.folder + " is not in the saved state");
@@ -45,7 +45,7 @@
     var note = document.createElement("p");
     note.className = "normlib-prerendered";
     note.textContent = NOTE;
-    area.parentElement.insertBefore(note, area.nextSibling);
+    viewTag.parentElement.insertBefore(note, viewTag.nextSibling);
   }
 
   async function renderState(tag, htmlmanager, loader) {
@@ -62,7 +62,7 @@
       viewTag.parentElement.insertBefore(area, viewTag);
       var view = await manager.create_view(models[id]);
       await manager.display_view(view, area);
-      if (frames[id]) { wire(frames[id], models, area); }
+      if (frames[id]) { wire(frames[id], models, area, viewTag); }
     }));
   }
 
