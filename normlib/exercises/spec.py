@@ -1,6 +1,7 @@
 """An exercise as data: what the learner reads (``text/<key>.toml``: title, task, stub, target
-time, the lesson that teaches it, the interviewer's follow-ups, in English and Chinese), the checker
-that judges an answer and the catalogue of mistakes it can name.
+time, the lesson that teaches it, the interviewer's one-line prompt and the ladder of hints behind
+it, the interviewer's follow-ups, in English and Chinese), the checker that judges an answer and
+the catalogue of mistakes it can name.
 
 The registry (``registry.py``) builds one ``Exercise`` per line; the drill, the mistake codes,
 docs/mistakes.md, the grader's report and the practice notebooks' task and follow-up cells
@@ -17,7 +18,7 @@ from importlib import resources
 
 from ._generic import GENERIC_MISTAKES, OUTCOMES, Mistake
 
-__all__ = ["Exercise", "FollowUp", "Text", "text"]
+__all__ = ["Exercise", "FollowUp", "Hint", "Text", "text"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,14 @@ class FollowUp:
     question_zh: str
     answer: str
     answer_zh: str
+
+
+@dataclass(frozen=True)
+class Hint:
+    """One rung of the ladder behind the prompt: the key idea, then the shape of the code."""
+
+    en: str
+    zh: str
 
 
 @dataclass(frozen=True)
@@ -41,10 +50,29 @@ class Text:
     task: str
     task_zh: str
     followups: tuple[FollowUp, ...]
+    prompt: str                      # one line, what an interviewer says: "Write RMSNorm as LLaMA uses it."
+    prompt_zh: str
+    hints: tuple[Hint, ...]          # after hint 0 (the task): the key idea, then the shape of the code
 
 
 _FIELDS = {"title": str, "title_zh": str, "notebook": str, "minutes": int, "lesson": list,
-           "stub": str, "task": str, "task_zh": str}
+           "stub": str, "task": str, "task_zh": str, "prompt": str, "prompt_zh": str}
+MIN_HINTS = 2                        # the key idea and the shape of the code, at least
+
+
+def _hints(data: dict, name: str) -> tuple[Hint, ...]:
+    """The ``[[hints]]`` tables of text/<name>, each with an English and a Chinese string."""
+    hints = data.get("hints")
+    if not isinstance(hints, list) or len(hints) < MIN_HINTS:
+        raise ValueError(f"text/{name}: field 'hints' = {hints!r}, expected at least {MIN_HINTS} "
+                         "[[hints]] tables (the key idea, then the shape of the code)")
+    for i, hint in enumerate(hints):
+        for field in ("en", "zh"):
+            value = hint.get(field) if isinstance(hint, dict) else hint
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"text/{name}: field 'hints[{i}].{field}' = {value!r}, expected "
+                                 "a non-empty str")
+    return tuple(Hint(hint["en"], hint["zh"]) for hint in hints)
 
 
 @functools.cache
@@ -60,9 +88,14 @@ def text(key: str) -> Text:
         if not isinstance(data.get(field), kind):
             raise ValueError(f"text/{name}: field {field!r} = {data.get(field)!r}, expected a "
                              f"{kind.__name__}")
+    for field in ("prompt", "prompt_zh"):
+        if "\n" in data[field].strip() or not data[field].strip():
+            raise ValueError(f"text/{name}: field {field!r} = {data[field]!r}, expected one "
+                             "non-empty line (what an interviewer says)")
     followups = tuple(FollowUp(**f) for f in data.get("followups", ()))
-    return Text(**{f: data[f] for f in _FIELDS if f != "lesson"}, lesson=tuple(data["lesson"]),
-                followups=followups)
+    return Text(**{f: data[f].strip() if f.startswith("prompt") else data[f]
+                   for f in _FIELDS if f != "lesson"},
+                lesson=tuple(data["lesson"]), followups=followups, hints=_hints(data, name))
 
 
 @dataclass(frozen=True)
