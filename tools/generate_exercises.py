@@ -8,8 +8,14 @@ In code cells, each block from ``### BEGIN SOLUTION`` to ``### END SOLUTION`` be
 ``### BEGIN HIDDEN TESTS`` to ``### END HIDDEN TESTS`` is removed. Cells tagged ``solution-only``
 are dropped, and a banner cell says where the notebook comes from.
 
+The words come from the exercise's text file (normlib/exercises/text/KEY.toml), not from the
+notebook: the solution notebook's task paragraphs (``**Task.** ...`` and ``**任务。** ...``) and
+its interview-questions cell are written from it (``with_text``), so the drill, the grader and the
+notebooks can never state two tasks.
+
 Only *sources* are compared (cell type, source, tags), never outputs: a learner notebook is out of
-date when its cells differ from what the solution notebook generates today.
+date when its cells differ from what the solution notebook generates today, and a solution notebook
+when its task or follow-ups differ from its text file.
 
 The generated notebooks are read-only in JupyterLab (cell metadata ``editable: false``) and start
 with a line pointing to ``make exercises``. Each records the SHA-256 of the sources it was
@@ -28,6 +34,7 @@ import argparse
 import copy
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -35,7 +42,10 @@ from pathlib import Path
 
 import nbformat
 
-__all__ = ["strip_solutions", "learner_notebook", "out_of_date", "edited", "generate", "main"]
+from normlib.exercises import EXERCISES
+
+__all__ = ["strip_solutions", "with_text", "learner_notebook", "out_of_date", "edited", "generate",
+           "main"]
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES_DIR = Path("notebooks") / "exercises"
@@ -71,6 +81,41 @@ def strip_solutions(source: str, *, markdown: bool = False) -> str:
     if inside is not None:
         raise ValueError(f"strip_solutions: {ENDS[inside]!r} missing")
     return "\n".join(out)
+
+
+FOLLOWUPS_HEADING = "## Interview questions · 面试追问"
+_TASK = re.compile(r"\*\*Task\.\*\* [^\n]*\n\n\*\*任务。\*\* [^\n]*")
+
+
+def followups_markdown(text) -> str:
+    """The interview-questions cell of an exercise's notebook, from its text's follow-ups."""
+    lines = [FOLLOWUPS_HEADING, "", "What an interviewer asks once your code runs. Answer out loud "
+             "first, then open the answer.", ""]
+    for i, f in enumerate(text.followups, 1):
+        lines += [f"**{i}. {f.question}**  ", f.question_zh, "",
+                  "<details><summary>Answer · 参考答案</summary>", "", f.answer, "", f.answer_zh,
+                  "", "</details>", ""]
+    return "\n".join(lines).rstrip()
+
+
+def with_text(solution: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """The solution notebook ``name`` with its task paragraphs and interview-questions cell written
+    from its exercise's text file (unchanged when no registered exercise has that notebook)."""
+    text = next((e.text for e in EXERCISES.values() if e.notebook == name), None)
+    if text is None:
+        return solution
+    nb = copy.deepcopy(solution)
+    task = f"**Task.** {text.task}\n\n**任务。** {text.task_zh}"
+    tasks = [c for c in nb.cells if c.cell_type == "markdown" and _TASK.search(c.source)]
+    asks = [c for c in nb.cells if c.cell_type == "markdown"
+            and c.source.startswith(FOLLOWUPS_HEADING)]
+    if len(tasks) != 1 or len(asks) != 1:
+        raise ValueError(f"with_text: {name} needs one markdown cell with the paragraphs "
+                         "'**Task.** ...' and '**任务。** ...' and one starting "
+                         f"{FOLLOWUPS_HEADING!r}; found {len(tasks)} and {len(asks)}")
+    tasks[0].source = _TASK.sub(lambda _: task, tasks[0].source)
+    asks[0].source = followups_markdown(text)
+    return nb
 
 
 def learner_notebook(solution: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
@@ -109,6 +154,11 @@ def _sources(nb) -> list[tuple]:
     return [(c.cell_type, c.source, tuple(c.metadata.get("tags", []))) for c in nb.cells]
 
 
+def _stale_text(solution: Path) -> bool:
+    nb = nbformat.read(solution, as_version=4)
+    return _sources(with_text(nb, solution.name)) != _sources(nb)
+
+
 def _pairs(root: Path):
     folder = root / EXERCISES_DIR
     for solution in sorted((folder / "solutions").glob("*.ipynb")):
@@ -127,6 +177,9 @@ def out_of_date(root: Path = ROOT) -> list[str]:
     missing, or were generated from a solution notebook that no longer exists."""
     stale = []
     for solution, learner in _pairs(root):
+        if _stale_text(solution):
+            stale.append(f"{solution.relative_to(root)} (its task or follow-ups differ from "
+                         "normlib/exercises/text/)")
         want = learner_notebook(nbformat.read(solution, as_version=4), solution.name)
         if not _up_to_date(learner, want):
             stale.append(str(learner.relative_to(root)))
@@ -160,6 +213,10 @@ def generate(root: Path = ROOT) -> list[Path]:
     edited by hand is first moved into workspace/ (and named on stdout)."""
     written = []
     for solution, learner in _pairs(root):
+        if _stale_text(solution):
+            nbformat.write(with_text(nbformat.read(solution, as_version=4), solution.name),
+                           solution)
+            written.append(solution)
         want = learner_notebook(nbformat.read(solution, as_version=4), solution.name)
         if _up_to_date(learner, want):
             continue
