@@ -8,6 +8,7 @@ from . import (
     attention,
     batch_norm,
     deep_norm,
+    geglu,
     gelu,
     layer_norm,
     layer_norm_backward,
@@ -45,6 +46,7 @@ _ALL = [
     Exercise.load("sliding_window_attention", sliding_window.check_sliding_window_attention,
                   sliding_window.SLIDING_WINDOW_MISTAKES),
     Exercise.load("qk_norm_attention", qk_norm.check_qk_norm_attention, qk_norm.QK_NORM_MISTAKES),
+    Exercise.load("geglu_ffn", geglu.check_geglu_ffn, geglu.GEGLU_MISTAKES),
 ]
 
 EXERCISES: dict[str, Exercise] = {e.key: e for e in _ALL}
