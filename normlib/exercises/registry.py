@@ -7,6 +7,7 @@ from __future__ import annotations
 from . import (
     attention,
     batch_norm,
+    cross_entropy,
     deep_norm,
     geglu,
     gelu,
@@ -47,6 +48,8 @@ _ALL = [
                   sliding_window.SLIDING_WINDOW_MISTAKES),
     Exercise.load("qk_norm_attention", qk_norm.check_qk_norm_attention, qk_norm.QK_NORM_MISTAKES),
     Exercise.load("geglu_ffn", geglu.check_geglu_ffn, geglu.GEGLU_MISTAKES),
+    Exercise.load("cross_entropy_z_loss", cross_entropy.check_cross_entropy_z_loss,
+                  cross_entropy.CE_Z_MISTAKES),
 ]
 
 EXERCISES: dict[str, Exercise] = {e.key: e for e in _ALL}
