@@ -105,12 +105,17 @@ GEGLU_MISTAKES = catalogue("geglu_ffn", {
 })
 
 
-def _gelu_tanh(t):
-    return nl.gelu(t, approximate="tanh")
+# the checker's own GELUs, written out: nl.gelu is refused in a learner's code (a mutant run as one
+# must not be refused for it)
+_gelu_tanh = _gelu._tanh_form
+
+
+def _gelu_exact(t):
+    return 0.5 * t * (1 + torch.erf(t * 0.5 ** 0.5))
 
 
 GEGLU_MUTANTS = [
-    ("exact_gelu", lambda x, W1, W2, W3: _ffn(x, W1, W2, W3, nl.gelu)),
+    ("exact_gelu", lambda x, W1, W2, W3: _ffn(x, W1, W2, W3, _gelu_exact)),
     ("silu_gate", lambda x, W1, W2, W3: _ffn(x, W1, W2, W3, F.silu)),
     ("gate_activation", lambda x, W1, W2, W3: _ffn(x, W1, W2, W3, torch.sigmoid)),
     ("gate_activation", lambda x, W1, W2, W3: _ffn(x, W1, W2, W3, lambda t: t)),
@@ -267,7 +272,7 @@ def _probes(s: Session, cls) -> list:
                 return (key, f"With gate_proj = I, up_proj = 2 I and down_proj = I your output is "
                         f"{text}.")
         gate = y / u                      # the activation of gate_proj x, if y = a(gate x) * up x
-        acts = [("exact_gelu", "the exact GELU, 0.5 x (1 + erf(x / sqrt 2))", nl.gelu(x)),
+        acts = [("exact_gelu", "the exact GELU, 0.5 x (1 + erf(x / sqrt 2))", _gelu_exact(x)),
                 ("silu_gate", "SiLU, x * sigmoid(x) (that is SwiGLU)", F.silu(x)),
                 ("gate_activation", "x * sigmoid(1.702 x), GELU's sigmoid approximation",
                  x * torch.sigmoid(1.702 * x)),
