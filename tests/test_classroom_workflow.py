@@ -293,7 +293,7 @@ def test_feedback_goes_home_and_follows_no_link(tmp_path):
     bob = homes / "jupyter-bob" / "feedback" / "week1.html"
     assert bob.is_file() and not bob.is_symlink() and not (target / "planted").exists()
     assert done["mallory"].startswith("not returned") and not list(target.iterdir())
-    assert done["nobody"].startswith("not returned")
+    assert done["nobody"].startswith("skipped: no home")
     with pytest.raises(ValueError, match="return --name: .*'../x'"):
         return_feedback(out, homes, name="../x")
 

@@ -154,10 +154,13 @@ def _return(args) -> int:
     from .feedback import return_feedback
 
     done = return_feedback(args.out, args.homes, name=args.name, prefix=args.prefix)
-    failed = [(s, why) for s, why in done if why.startswith("not returned")]
-    for student, why in failed:
-        print(f"  {student}: {why}", file=sys.stderr)
-    print(f"Returned {len(done) - len(failed)} of {len(done)} feedback pages.")
+    for student, why in done:
+        if why.startswith(("skipped", "not returned")):
+            print(f"{student}: {why}", file=sys.stderr)
+    failed = sum(why.startswith("not returned") for _, why in done)
+    returned = sum(not why.startswith(("skipped", "not returned")) for _, why in done)
+    print(f"Returned {returned} of {len(done)} feedback pages"
+          + (f"; {failed} could not be written (above)" if failed else "") + ".")
     return 1 if failed else 0
 
 

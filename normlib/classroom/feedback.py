@@ -134,9 +134,9 @@ def _check_name(name: str) -> str:
 def return_feedback(out: Path, homes: Path, name: str | None = None, prefix: str = ""
                     ) -> list[tuple[str, str]]:
     """Copy every ``out/feedback/<student>.html`` to ``homes/<prefix><student>/feedback/
-    <name>.html`` (``name``: the folder ``out``'s name); (student, where it went or why not)
-    for each page. A student whose home is missing, a link or not writable is reported, never
-    the end of the run."""
+    <name>.html`` (``name``: the folder ``out``'s name); (student, where it went, or why it was
+    skipped or not returned) for each page. A student with no home (never logged in) is skipped;
+    a home that is a link or refuses the copy is "not returned"; neither ends the run."""
     out, homes = Path(out), Path(homes)
     pages = out / "feedback"
     if not pages.is_dir():
@@ -149,6 +149,9 @@ def return_feedback(out: Path, homes: Path, name: str | None = None, prefix: str
     for page in sorted(pages.glob("*.html")):
         student = page.name[:-len(".html")]
         home = homes / f"{prefix}{student}"
+        if not os.path.lexists(home):
+            done.append((student, f"skipped: no home {home} (never logged in?)"))
+            continue
         try:
             _copy_into(page.read_bytes(), home, name)
             done.append((student, str(home / "feedback" / f"{name}.html")))
