@@ -1,16 +1,24 @@
-"""A class of two on a real JupyterHub, in a real browser (`make e2e-classroom`).
+"""A graded week of a class on a real JupyterHub, in a real browser (`make e2e-classroom`).
 
 The trial hub (classroom/jupyterhub_config_trial.py: JupyterHub 6.1, dummy authenticator, simple
 spawner, the npm configurable-http-proxy) starts on a free port of 127.0.0.1 with two students,
-ana and ben. The "course repository" is a shallow clone of this repository in a temporary folder.
-Both students log in in Debian's Chromium (every request off the loopback refused) and open
-nbgitpuller links into it. ana writes the usual wrong LayerNorm into her practice notebook and
-saves it; the instructor commits a change to a lesson and adds a notebook; both follow a link
-again: ana's answer is still there, the lesson change and the new notebook reached both. ana cannot
-open ben's files through the hub. The grader then reads both students' practice notebooks and its
-gradebook names ana's mistake by its code. Printed, never asserted: the memory of ben's idle
-server with a lesson open (server and kernel, resident set), which sizes a real hub
-(docs/classroom.md).
+ana and ben; the roster lists a third, cai, who never logs in. The course repository is built as
+docs/classroom.md says (`python -m tools.course`, then pushed to a bare repository whose path ends
+in `.git`, as a GitHub clone URL does). Both students log in in Debian's Chromium (every request
+off the loopback refused) and open nbgitpuller links made from that `.git` URL: the course lands
+in ~/course, the folder the link opens. ana writes the usual wrong LayerNorm into her practice
+notebook and saves it; ben's answers (a renamed copy of ana's, and an RMSNorm) are saved in his
+home, and he edits one after the deadline. The instructor commits a change to a lesson and adds a
+notebook; both follow a link again: ana's answer is still there, the lesson change and the new
+notebook reached both. ana cannot open ben's files through the hub.
+
+Then the lecturer's week, with the commands of docs/classroom.md: collect the homes at the
+deadline, grade the two assigned exercises for the roster of three, with a Canvas CSV, and return
+the feedback. The gradebook names ana's mistake by its code; cai has `submission.missing` rows;
+ben's late edit is marked late; the report lists ana and ben as a similar pair; each student has a
+feedback page, and ana's reached her home. Printed, never asserted: the memory of ben's server
+with a lesson run, then with one and two more links open (server and kernels, resident set),
+which sizes a real hub (docs/classroom.md).
 
 Whatever happens, the hub is stopped with SIGINT (it stops the proxy and the students' servers),
 then anything left of the processes this test recorded is killed by PID.
@@ -19,6 +27,7 @@ then anything left of the processes this test recorded is killed by PID.
 from __future__ import annotations
 
 import csv
+import datetime
 import os
 import pathlib
 import secrets
@@ -42,12 +51,13 @@ PROXY = CLASSROOM / "node_modules" / ".bin" / "configurable-http-proxy"
 HUB_START_TIMEOUT_S = 120
 PAGE_TIMEOUT_MS = 180_000          # a first spawn imports JupyterLab on a loaded machine
 STUDENTS = ("ana", "ben")
-REPO_DIR = "collection"            # nbgitpuller clones into ~/<the repository's folder name>
-# The course repository hands out editable copies of the practice notebooks (the generated ones in
-# notebooks/exercises/ are read-only in JupyterLab), made as docs/classroom.md says:
-# python -m tools.workspace --dest practice, committed.
+ROSTER = ("ana", "ben", "cai")     # cai is on the class list and never logs in
+REPO_DIR = "course"                # the folder the links open: the URL's name without .git
+# The course repository, as `make course` builds it: editable practice notebooks in practice/.
 PRACTICE_DIR = "practice"
 PRACTICE = f"{PRACTICE_DIR}/01_layer_norm.ipynb"
+RMS = f"{PRACTICE_DIR}/03_rms_norm.ipynb"
+ASSIGNED = "01_layer_norm,03_rms_norm"
 LESSON = "notebooks/03_layernorm_and_rmsnorm.ipynb"
 NEW_NOTEBOOK = "notebooks/11_week_two.ipynb"
 # ana's answer: the mistake the collection is about, x.std(-1) + eps (unbiased, eps outside the root)
@@ -56,6 +66,17 @@ WRONG_ANSWER = '''def layer_norm(x, weight, bias, eps=1e-5):
     mean = x.mean(-1, keepdim=True)  # ana-was-here
     return (x - mean) / (x.std(-1, keepdim=True) + eps) * weight + bias'''
 EXPECTED_CODE = "layer_norm.unbiased_and_eps_outside"   # the checker's code for that mistake
+# ben's: ana's answer with every name changed and a comment (the similarity report's planted copy)
+COPIED_ANSWER = '''def layer_norm(inputs, gamma, beta, eps=1e-5):
+    # ben's own LayerNorm
+    mu = inputs.mean(-1,  keepdim=True)
+    return (inputs - mu) / (inputs.std(-1, keepdim=True) + eps) * gamma + beta'''
+RMS_ANSWER = '''def rms_norm(x, weight, eps=1e-6):
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return h.type_as(x) * weight'''
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "Instructor", "GIT_AUTHOR_EMAIL": "teacher@example.org",
+                "GIT_COMMITTER_NAME": "Instructor", "GIT_COMMITTER_EMAIL": "teacher@example.org"}
 LESSON_MARKER = "Instructor's note for week two: read section 4 again before the quiz."
 
 
@@ -72,9 +93,10 @@ def _git(*args: str, cwd: pathlib.Path) -> str:
 
 class Hub:
     def __init__(self, base: str, state: pathlib.Path, proc: subprocess.Popen, log: pathlib.Path,
-                 password: str, upstream: pathlib.Path, branch: str):
+                 password: str, upstream: pathlib.Path, remote: pathlib.Path, branch: str):
         self.base, self.state, self.proc, self.log = base, state, proc, log
-        self.password, self.upstream, self.branch = password, upstream, branch
+        self.password, self.upstream, self.remote = password, upstream, remote
+        self.branch = branch
         self.pids: set[int] = set()          # every process seen under the hub, for the cleanup
 
     def home(self, user: str) -> pathlib.Path:
@@ -83,7 +105,7 @@ class Hub:
     def link(self, path: str) -> str:
         """The nbgitpuller link of ``path`` in the course repository, as the lecturer's
         `python -m normlib.classroom link` prints it."""
-        return nbgitpuller_link(str(self.upstream), path, self.base, branch=self.branch)
+        return nbgitpuller_link(str(self.remote), path, self.base, branch=self.branch)
 
     def record(self) -> list[psutil.Process]:
         """The processes under the hub now (proxy, servers, kernels); their PIDs are kept."""
@@ -140,15 +162,13 @@ def hub(tmp_path_factory):
         pytest.fail(f"{PROXY.relative_to(ROOT)} is missing: run `make e2e-classroom` (it runs "
                     "npm ci in classroom/ first)")
     tmp = tmp_path_factory.mktemp("classroom")
-    # The course repository: this repository's last commit, in a folder named like a course's.
-    upstream = tmp / REPO_DIR
-    subprocess.run(["git", "clone", "--quiet", "--depth", "1", ROOT.as_uri(), str(upstream)],
-                   check=True)
-    branch = _git("rev-parse", "--abbrev-ref", "HEAD", cwd=upstream).strip()
-    subprocess.run([sys.executable, "-m", "tools.workspace", "--dest", PRACTICE_DIR], cwd=upstream,
-                   check=True, capture_output=True)
-    _git("add", PRACTICE_DIR, cwd=upstream)
-    _git("commit", "--quiet", "-m", "Practice notebooks for the class", cwd=upstream)
+    # The course repository, built as docs/classroom.md says (make course DEST=...), and the
+    # address students clone it from: a bare repository whose name ends in .git.
+    upstream, remote, branch = tmp / "build" / REPO_DIR, tmp / "remote" / f"{REPO_DIR}.git", "main"
+    subprocess.run([sys.executable, "-m", "tools.course", str(upstream)], cwd=ROOT, check=True,
+                   capture_output=True, env={**os.environ, **GIT_IDENTITY})
+    _git("clone", "--quiet", "--bare", str(upstream), str(remote), cwd=tmp)
+    _git("remote", "add", "origin", str(remote), cwd=upstream)
     state, port, password = tmp / "hub", _free_port(), secrets.token_hex(12)
     state.mkdir()
     env = dict(os.environ, NORMLIB_HUB_DIR=str(state), NORMLIB_HUB_PORT=str(port),
@@ -164,7 +184,7 @@ def hub(tmp_path_factory):
         proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f",
                                  str(CLASSROOM / "jupyterhub_config_trial.py")],
                                 cwd=state, env=env, stdout=out, stderr=subprocess.STDOUT)
-    h = Hub(f"http://127.0.0.1:{port}", state, proc, log, password, upstream, branch)
+    h = Hub(f"http://127.0.0.1:{port}", state, proc, log, password, upstream, remote, branch)
     try:
         deadline = time.monotonic() + HUB_START_TIMEOUT_S
         while True:
@@ -259,18 +279,35 @@ def _rss_mb(proc: psutil.Process) -> tuple[float, int]:
     return total / 2**20, len(procs)
 
 
-def test_a_class_of_two(browser, hub, record_property):
+def _answer_in(path: pathlib.Path, answer: str, index: int) -> None:
+    """Write ``answer`` into the notebook's cell ``index`` and save it, as a student's Ctrl+S
+    does."""
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[index].source = answer
+    nbformat.write(nb, path)
+
+
+def _measure(student: Student, hub: Hub, what: str, record_property) -> None:
+    student.wait_kernel_idle()
+    student.page.wait_for_timeout(3000)
+    mb, n = _rss_mb(hub.server_of(student.name))
+    print(f"\n{student.name}'s server, {what}: {mb:.0f} MB resident ({n} processes)")
+    record_property(what, round(mb))
+
+
+def test_a_graded_week(browser, hub, record_property, tmp_path):
     ana, ben = Student(browser, hub, "ana"), Student(browser, hub, "ben")
     try:
         for s in (ana, ben):
             s.log_in()
 
-        # 1. Both open their links: ana the practice notebook, ben a lesson.
+        # 1. Both open their links, made from the .git URL: ana the practice notebook, ben a lesson.
         ana.follow(PRACTICE)
         ben.follow(LESSON)
         practice_a = hub.home("ana") / REPO_DIR / PRACTICE
         lesson_b = hub.home("ben") / REPO_DIR / LESSON
         assert practice_a.exists() and lesson_b.exists(), "nbgitpuller did not clone the course"
+        assert not (hub.home("ana") / f"{REPO_DIR}.git").exists(), "cloned into course.git/"
 
         # 2. ana writes the wrong LayerNorm into the answer cell and saves (Ctrl+S), as a student.
         answer = _answer_cell(practice_a)
@@ -291,12 +328,10 @@ def test_a_class_of_two(browser, hub, record_property):
             ana.page.wait_for_timeout(300)   # not time.sleep: requests pass only while Playwright runs
         assert _cell_source(practice_a, answer).strip() == WRONG_ANSWER.strip()
 
-        # 3. Memory of ben's idle server with the lesson open: first with its kernel started, then
-        #    after the lesson's imports (torch, matplotlib, normlib: the first code cell that imports
-        #    normlib; the setup cell before it imports nothing where normlib is installed).
-        ben.wait_kernel_idle()
-        ben.page.wait_for_timeout(3000)
-        opened_mb, n_opened = _rss_mb(hub.server_of("ben"))
+        # 3. Memory of ben's server: the lesson's kernel started, then after the lesson's imports
+        #    (torch, matplotlib, normlib: the first code cell that imports normlib), then with one
+        #    more link open (the practice notebook, a kernel of its own).
+        _measure(ben, hub, "lesson open", record_property)
         errors = ben.page.evaluate("""async () => {
             const nb = window.jupyterapp.shell.currentWidget.content;
             nb.activeCellIndex = nb.widgets.findIndex(c => c.model.type === 'code'
@@ -305,30 +340,38 @@ def test_a_class_of_two(browser, hub, record_property):
             const outputs = nb.activeCell.model.outputs.toJSON();
             return outputs.filter(o => o.output_type === 'error').map(o => o.evalue); }""")
         assert not errors, f"{LESSON}'s imports failed on ben's server: {errors}"
-        ben.wait_kernel_idle()
-        ben.page.wait_for_timeout(3000)
-        imported_mb, _ = _rss_mb(hub.server_of("ben"))
-        print(f"\nben's idle server with {LESSON} open: {opened_mb:.0f} MB resident "
-              f"({n_opened} processes: server and kernel); after its imports: "
-              f"{imported_mb:.0f} MB")
-        record_property("idle_server_mb", round(opened_mb))
-        record_property("after_imports_mb", round(imported_mb))
+        _measure(ben, hub, "lesson run", record_property)
+        ben.follow(PRACTICE)
+        _measure(ben, hub, "lesson run + practice link", record_property)
 
-        # 4. The instructor changes the lesson and adds a notebook, in the course repository.
+        # 4. ben's answers are saved in his home (a renamed copy of ana's; an RMSNorm); the
+        #    deadline passes; ben edits his RMSNorm again: a late edit.
+        course_b = hub.home("ben") / REPO_DIR
+        rms_cell = _answer_cell(course_b / RMS)
+        _answer_in(course_b / PRACTICE, COPIED_ANSWER, _answer_cell(course_b / PRACTICE))
+        _answer_in(course_b / RMS, RMS_ANSWER, rms_cell)
+        time.sleep(1.1)
+        due = datetime.datetime.now().astimezone()
+        time.sleep(1.1)
+        _answer_in(course_b / RMS, RMS_ANSWER + "  # tidied after the deadline", rms_cell)
+
+        # 5. The instructor changes the lesson and adds a notebook, in the course repository.
         lesson_up = hub.upstream / LESSON
         nb = nbformat.read(lesson_up, as_version=4)
         nb.cells.append(nbformat.v4.new_markdown_cell(LESSON_MARKER))
         nbformat.write(nb, lesson_up)
-        new = nbformat.v4.new_notebook()
+        new = nbformat.v4.new_notebook(metadata={"kernelspec": nb.metadata.kernelspec})
         new.cells.append(nbformat.v4.new_markdown_cell("# Week two\n\nNext week's notes."))
         nbformat.write(new, hub.upstream / NEW_NOTEBOOK)
         _git("add", LESSON, NEW_NOTEBOOK, cwd=hub.upstream)
         _git("commit", "--quiet", "-m", "Week two: a note in lesson 03, a new notebook",
              cwd=hub.upstream)
+        _git("push", "--quiet", "origin", hub.branch, cwd=hub.upstream)
 
-        # 5. Both follow a link again: ana the same one, ben next week's new notebook.
+        # 6. Both follow a link again: ana the same one, ben next week's new notebook.
         ana.follow(PRACTICE)
         ben.follow(NEW_NOTEBOOK)
+        _measure(ben, hub, "lesson run + practice + one more link", record_property)
         assert _cell_source(practice_a, answer).strip() == WRONG_ANSWER.strip(), \
             "ana's answer was lost when she followed the link again"
         for user in STUDENTS:
@@ -336,9 +379,9 @@ def test_a_class_of_two(browser, hub, record_property):
             assert LESSON_MARKER in (home / LESSON).read_text(), \
                 f"the instructor's change to {LESSON} did not reach {user}"
             assert (home / NEW_NOTEBOOK).exists(), f"{NEW_NOTEBOOK} did not reach {user}"
-        assert "ana-was-here" not in (hub.home("ben") / REPO_DIR / PRACTICE).read_text()
+        assert "ana-was-here" not in (course_b / PRACTICE).read_text()
 
-        # 6. ana cannot read ben's files through the hub.
+        # 7. ana cannot read ben's files through the hub.
         for url in (f"{hub.base}/user/ben/api/contents/{REPO_DIR}/{PRACTICE}",
                     f"{hub.base}/user/ben/files/{REPO_DIR}/{PRACTICE}"):
             resp = ana.page.request.get(url)
@@ -358,21 +401,45 @@ def test_a_class_of_two(browser, hub, record_property):
         for s in (ana, ben):
             s.context.close()
 
-    # 7. The grader reads both students' practice notebooks; the gradebook names ana's mistake.
-    submissions, out = hub.state / "submissions", hub.state / "graded"
-    submissions.mkdir()
-    for user in STUDENTS:          # a copy of each student's practice folder, links left out, as
-        # docs/classroom.md gathers them (the grader follows no symbolic link)
-        shutil.copytree(hub.home(user) / REPO_DIR / PRACTICE_DIR, submissions / user,
-                        symlinks=True, ignore=lambda folder, names: [
-                            n for n in names if (pathlib.Path(folder) / n).is_symlink()])
-    done = subprocess.run([sys.executable, "-m", "normlib.classroom", "grade", str(submissions),
-                           "--out", str(out)], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, f"the grader failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    # 8. The lecturer's week, as docs/classroom.md runs it: collect at the deadline, grade the
+    #    assigned exercises for the roster, a Canvas CSV, feedback returned to the homes.
+    grading = tmp_path / "grading"            # outside any git work tree, as the grader asks
+    grading.mkdir()
+    roster = grading / "roster.csv"
+    roster.write_text("student,name\n" + "".join(f"{s},{s.title()}\n" for s in ROSTER))
+    submissions, out = grading / "submissions", grading / "week1"
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run([sys.executable, "-m", "normlib.classroom", *args],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{args[0]} failed:\n{done.stdout[-2000:]}\n" \
+                                     f"{done.stderr[-2000:]}"
+        return done
+
+    run("collect", str(hub.state / "homes"), "--out", str(submissions),
+        "--deadline", due.isoformat())
+    run("grade", str(submissions), "--out", str(out), "--exercises", ASSIGNED,
+        "--roster", str(roster), "--format", "canvas", "--quiet")
+    returned = run("return", str(out), str(hub.state / "homes"))
+    assert "cai: skipped: no home" in returned.stderr        # never logged in: nothing to return
     with open(out / "gradebook.csv", newline="") as f:
         rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(f)}
-    exercise = pathlib.PurePosixPath(PRACTICE).stem
-    assert rows[("ana", exercise)]["passed"] == "false"
-    assert rows[("ana", exercise)]["code"] == EXPECTED_CODE, rows[("ana", exercise)]
-    assert rows[("ben", exercise)]["passed"] == "false"        # ben left NotImplementedError
-    assert rows[("ben", exercise)]["code"] != EXPECTED_CODE, rows[("ben", exercise)]
+    assert set(rows) == {(s, e) for s in ROSTER for e in ASSIGNED.split(",")}
+    assert rows["ana", "01_layer_norm"]["code"] == EXPECTED_CODE, rows["ana", "01_layer_norm"]
+    assert rows["ana", "03_rms_norm"]["status"] == "not attempted"
+    assert rows["ben", "01_layer_norm"]["code"] == EXPECTED_CODE
+    assert rows["ben", "03_rms_norm"]["passed"] == "true" and rows["ben", "03_rms_norm"]["late"] \
+        == "true"
+    assert rows["ana", "01_layer_norm"]["late"] == "false"
+    assert all(rows["cai", e]["code"] == "submission.missing" for e in ASSIGNED.split(","))
+    with open(out / "canvas.csv", newline="") as f:
+        canvas = list(csv.reader(f))
+    assert canvas[0][-2:] == ASSIGNED.split(",") and [r[0] for r in canvas[2:]] == \
+        [s.title() for s in ROSTER]
+    assert canvas[4][-2:] == ["0", "0"] and canvas[3][-1] == "10"
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert "Similar answers" in report and "ana · ben" in report
+    for s in ROSTER:
+        assert (out / "feedback" / f"{s}.html").exists()
+    page = hub.home("ana") / "feedback" / "week1.html"
+    assert EXPECTED_CODE in page.read_text(encoding="utf-8")
