@@ -83,7 +83,9 @@ is in `practice/zh/`). The grader, `python -m normlib.classroom grade`, runs you
 alone, after the `import` lines of the cells above it, with this exercise's checker (the one the \
 check cell calls), and records the mistake it names. So keep helper functions inside the answer \
 cell, keep the file's name (it tells the grader which exercise this is), and save: only the saved \
-file counts. If you answer in both editions, the copy saved last counts.
+file counts, as it is when your lecturer collects it at the deadline (a save after the deadline is \
+marked late). If you answer in both editions, the copy saved last counts; if your lecturer releases \
+a new version of this exercise (`..._v2.ipynb`), answer there: the highest version counts.
 >
 > **Updates keep your work.** When your lecturer releases new material and you open a course link \
 again, nbgitpuller merges it into your folder: your edits stay, and where you and your lecturer \
@@ -108,8 +110,9 @@ you open a link.""",
 > **老师收取的是：** 你课程文件夹里保存下来的 `{path}`（英文版在 `practice/`）。评分器\
 （`python -m normlib.classroom grade`）只运行你的答案单元格：先执行它上面各单元格里的 `import` 语句，\
 再用这道练习的检查器（也就是检查单元格调用的那个）检查它，并记下检查器指出的错误。所以辅助函数也要\
-写在答案单元格里；不要改文件名（评分器靠文件名认出是哪道练习）；记得保存：只有保存下来的文件才算数。\
-如果中英文两个版本你都作答了，以最后保存的那份为准。
+写在答案单元格里；不要改文件名（评分器靠文件名认出是哪道练习）；记得保存：只有保存下来的文件才算数，\
+以老师在截止时刻收取时的样子为准（截止之后才保存的会标为迟交）。如果中英文两个版本你都作答了，以最后保存\
+的那份为准；如果老师发布了这道练习的新版本（`..._v2.ipynb`），请在新版本里作答：以版本号最高的为准。
 >
 > **更新不会丢掉你的成果。** 老师发布新材料后，你再次打开课程链接时，nbgitpuller 会把新内容合并进\
 你的文件夹：你的改动都会保留；你和老师改了同一些行时，以你的版本为准。这个笔记本不会被替换：改动过的\
