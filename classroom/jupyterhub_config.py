@@ -21,9 +21,10 @@ c.Spawner.default_url = "/lab"
 # Memory and CPU per student, enforced by TLJH's systemd spawner (the simple and local process
 # spawners ignore them). Each nbgitpuller link opens a notebook with a kernel of its own: measured
 # by `make e2e-classroom` (docs/classroom.md, the sizing table), a student with a lesson run and
-# one more link open holds about 0.6 GB, and the lecturer walkthrough measured 976 MB for a lesson
-# run, a practice notebook and a third link. 2 GiB leaves room for one training cell of lessons
-# 04, 05 or 07 beside that; the machine's RAM is sized on the typical use, not on this limit.
+# two more links open holds about 525 MB, and the lecturer walkthrough measured 976 MB for a lesson
+# run, a practice notebook run and a third link. 2 GiB leaves room for one training cell of
+# lessons 04, 05 or 07 beside that; the machine's RAM is sized on the typical use, not on this
+# limit.
 c.Spawner.mem_limit = "2G"
 c.Spawner.cpu_limit = 1
 # Inside each student's JupyterLab: kernels idle for 20 minutes are shut down, even with their
