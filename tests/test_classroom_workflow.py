@@ -105,6 +105,15 @@ def test_versioned_notebooks_map_to_their_exercise(tmp_path):
     assert items[0]["notebook"] == "01_layer_norm_v2.ipynb" and items[0]["version"] == 2
 
 
+def test_an_untouched_exercise_is_the_english_notebook(tmp_path):
+    """Neither edition answered: the row names the English notebook, though the Chinese copy was
+    written last (walkthrough, problem 14: an English class saw zh/ in its report)."""
+    hand_in(tmp_path, "alice", "rms_norm", "raise NotImplementedError")
+    time.sleep(0.01)
+    hand_in(tmp_path, "alice", "rms_norm", "raise NotImplementedError", zh=True)
+    assert find_submissions(tmp_path)[2][0]["notebook"] == "03_rms_norm.ipynb"
+
+
 def test_the_assignment_decides_the_rows(tmp_path):
     for key in ("layer_norm", "rms_norm", "gelu_tanh"):
         hand_in(tmp_path, "alice", key, solution(key))
@@ -271,6 +280,11 @@ def test_exports_and_feedback(tmp_path):
         assert path.stat().st_mode & 0o777 == (0o700 if path.is_dir() else 0o600), path
     report = (out / "report.html").read_text()
     assert "1 of 3 attempted answers passed" in report and "2 missing" in report
+    assert "03_layernorm_and_rmsnorm.ipynb" in report and "<a href=\"../" not in report
+    write_all(rows, out, assignment=assignment,
+              outputs=Outputs(lessons_url="https://slides.example.edu/course"))
+    assert ('href="https://slides.example.edu/course/zh/03_layernorm_and_rmsnorm.ipynb#'
+            in (out / "feedback" / "li.html").read_text())
 
 
 def test_feedback_goes_home_and_follows_no_link(tmp_path):
