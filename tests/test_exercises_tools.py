@@ -281,7 +281,8 @@ def test_the_task_and_followups_are_written_from_the_text_file(tmp_path):
         generate.with_text(nb, e.notebook)
 
 
-def test_drill_picks_checks_and_asks(capsys):
+def test_drill_picks_checks_and_asks(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("NORMLIB_DRILL_HISTORY", str(tmp_path / "drill_history.jsonl"))
     assert drill.Drill(seed=3).exercise.key == drill.Drill(seed=3).exercise.key
     with pytest.raises(ValueError, match="rms_norm"):
         drill.Drill("rms")
