@@ -117,6 +117,7 @@ def collect(homes: Path, out: Path, *, deadline: datetime | None = None, course:
                 for name in sorted(os.listdir(fd)):
                     if versioned(name) is None:
                         continue
+                    private_folder(out / student)      # a parent made by mkdir is not 0700
                     private_folder(target)
                     when = _copy(fd, name, target / name)
                     if when is None:
