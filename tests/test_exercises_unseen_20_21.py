@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import normlib as nl
 from normlib import exercises as ex
 from normlib.exercises.codes import registry
 
@@ -347,7 +348,6 @@ def test_geglu_reference_equals_hf_gemma_mlp():
     """normlib's reference, nl.GLUFeedForward(variant="geglu_tanh"), equals HF's GemmaMLP built from
     a tiny GemmaConfig (nothing downloaded; hidden_act "gelu_pytorch_tanh", Gemma's default), and
     so does the solution's class with GemmaMLP's weights loaded by name."""
-    import normlib as nl
     from transformers.models.gemma import configuration_gemma, modeling_gemma
     config = configuration_gemma.GemmaConfig(hidden_size=8, intermediate_size=24)
     assert config.hidden_act == "gelu_pytorch_tanh"
