@@ -254,4 +254,4 @@ $(SITE_NPM): site/package.json site/package-lock.json
 # The site in Chromium (tests/e2e_site): every page offline, each pre-rendered widget moved once,
 # Chinese and English search.
 e2e-site: site
-	E2E=1 $(PY) -m pytest tests/e2e_site -v --timeout 900 -n 0
+	E2E=1 $(PY) -m pytest tests/e2e_site -v --timeout 900 -n $(E2E_WORKERS)

@@ -52,7 +52,9 @@ html_title = "normlib"
 html_static_path = ["_static", str(BUILD / "site-vendor"), str(BUILD / "site-frames")]
 html_css_files = ["site.css"]
 html_extra_path = ["extra"]
-html_theme_options = {"show_toc_level": 2}
+# No download button: with the sources not copied (html_copy_source) its links would lead nowhere;
+# each notebook page says how to run it instead (site/pages.py).
+html_theme_options = {"show_toc_level": 2, "use_download_button": False}
 html_copy_source = False
 html_show_sourcelink = False
 mathjax_path = "vendor/mathjax/tex-mml-chtml.js"

@@ -102,7 +102,7 @@ def banner(docname: str, relative_uri, zh: bool) -> str:
             if target.startswith("https://"):
                 links.append(f'<a class="normlib-launch" href="{html.escape(target)}">{label}</a>')
             else:
-                where = ("在仓库的克隆里运行" if zh else "in a clone of the repository, run")
+                where = ("在仓库的克隆里执行" if zh else "in a clone of the repository, run")
                 links.append(f'<span class="normlib-launch">{where} <code>{target}</code> '
                              f'{"并打开" if zh else "and open"} <code>{html.escape(path)}</code></span>')
         parts.append(f'<span class="normlib-run">{run} {" · ".join(links)}</span>')

@@ -4,13 +4,18 @@
    its controls' models, the values each was rendered at and a folder of frames, numbered with the
    last control varying fastest. When a control moves, each control is snapped to its nearest
    rendered value (in log space for a log slider; tools/site/grid.py does the same in Python) and
-   the widget's image becomes that frame. A note under the widget says the view is pre-rendered. */
+   the widget's image becomes that frame. A note under the widget says the view is pre-rendered (or,
+   for a normlib.viz.interactive widget without frames, as the practice notebooks', that it is the
+   saved picture). */
 (function () {
   "use strict";
   var STATE = 'script[type="application/vnd.jupyter.widget-state+json"]';
   var VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]';
   var staticUrl = new URL(".", document.currentScript.src).href;
   var zh = (document.documentElement.lang || "").indexOf("zh") === 0;
+  var STATIC_NOTE = zh
+    ? "保存的视图：这个控件的图是笔记本保存时的那一张，移动控件不会改变它。要移动它，请在 JupyterLab 中运行本笔记本（见页首的“运行”）。"
+    : "Saved view: this widget's picture is the one the notebook was saved with, and moving a control does not change it. To move it, run the notebook in JupyterLab (see \"Run it\" at the top of the page).";
   var NOTE = zh
     ? "预渲染视图：构建网站时按这些控件的取值画好的图，移动控件时显示最接近的一张。要实时运行，请在 JupyterLab 中打开本笔记本（见页首的“运行”）。"
     : "Pre-rendered view: the pictures were drawn when this site was built, over a grid of these controls' values; moving a control shows the nearest one. To run it live, open the notebook in JupyterLab (see \"Run it\" at the top of the page).";
@@ -42,9 +47,13 @@
       area.setAttribute("data-normlib-frame", String(number));
     }
     controls.forEach(function (c) { c.model.on("change:value change:index", show); });
+    addNote(viewTag, NOTE);
+  }
+
+  function addNote(viewTag, text) {
     var note = document.createElement("p");
     note.className = "normlib-prerendered";
-    note.textContent = NOTE;
+    note.textContent = text;
     viewTag.parentElement.insertBefore(note, viewTag.nextSibling);
   }
 
@@ -62,7 +71,11 @@
       viewTag.parentElement.insertBefore(area, viewTag);
       var view = await manager.create_view(models[id]);
       await manager.display_view(view, area);
-      if (frames[id]) { wire(frames[id], models, area, viewTag); }
+      if (frames[id]) {
+        wire(frames[id], models, area, viewTag);
+      } else if ((models[id].get("_dom_classes") || []).indexOf("widget-interact") >= 0) {
+        addNote(viewTag, STATIC_NOTE);     // a normlib.viz.interactive widget without frames
+      }
     }));
   }
 
