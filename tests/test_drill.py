@@ -155,6 +155,18 @@ def test_the_log_appends_one_line_per_attempt_and_nothing_else(history, fake, ca
     assert datetime.fromisoformat(record["at"]) == datetime.fromtimestamp(fake.wall).astimezone()
 
 
+def test_a_history_that_cannot_be_written_says_so_and_the_round_goes_on(history, fake, capsys,
+                                                                       monkeypatch):
+    def refuse(self, attempt):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(History, "append", refuse)
+    d = Drill("warmup_cosine", history=history, clock=fake.clock).start()
+    assert d.done(warmup_right).passed
+    out = capsys.readouterr().out
+    assert f"Not recorded: {history.path} cannot be written (Permission denied); set {HISTORY_ENV}" in out
+    assert "The interviewer asks next" in out
+
+
 def test_a_cut_or_edited_line_is_skipped_with_a_warning_and_the_others_kept(history):
     history.append(attempt(day=0))
     with open(history.path, "a", encoding="utf-8") as f:
@@ -268,7 +280,7 @@ def test_progress_shows_solved_attempts_best_time_last_mistakes_and_next_review(
     assert bars[len(keys) + keys.index("rope")].get_width() == 1        # failed, stacked after
     assert right.patches[keys.index("gelu_tanh")].get_width() == pytest.approx(95 / 60)
     matplotlib.pyplot.close(fig)
-    progress(history, clock=fake.clock)                                 # no IPython: the table
+    progress(str(history.path), clock=fake.clock)                       # no IPython: the table
     assert "| RoPE · 旋转位置编码 RoPE | 3 | ✓" in capsys.readouterr().out
     empty = progress_plot([])
     assert "no attempts yet" in empty.axes[0].texts[0].get_text()

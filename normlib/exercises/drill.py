@@ -21,10 +21,18 @@ rounds, its ``time`` dates the attempts. The widget timer only shows it ticking 
 
 from __future__ import annotations
 
-import os
 import random
 
-from .history import SYSTEM_CLOCK, Attempt, Clock, History, Review, check_clock, due
+from .history import (
+    HISTORY_ENV,
+    SYSTEM_CLOCK,
+    Attempt,
+    Clock,
+    History,
+    Review,
+    check_clock,
+    due,
+)
 from .progress import format_duration, review_lines
 from .registry import EXERCISES, exercise
 from .result import CheckResult
@@ -59,17 +67,6 @@ def _display_markdown(text: str) -> None:
     print(text)
 
 
-def _history(where: str, history) -> History:
-    """``history`` as a History: None (the drill's folder's log), a path, or a History."""
-    if history is None:
-        return History()
-    if isinstance(history, History):
-        return history
-    if isinstance(history, (str, os.PathLike)):
-        return History(history)
-    raise TypeError(f"{where}: history={history!r}, expected None, a file path or a History")
-
-
 class Drill:
     """One timed round. ``choice``: an exercise key (see ``menu()``), or None for the first review
     due today in ``history`` (else a random exercise; ``seed`` makes that choice repeatable).
@@ -79,7 +76,7 @@ class Drill:
     def __init__(self, choice: str | None = None, *, seed: int | None = None, history=None,
                  clock: Clock = SYSTEM_CLOCK):
         self.clock = check_clock("Drill", clock)
-        self.history = _history("Drill", history)
+        self.history = History.of("Drill", history)
         self.review: Review | None = None         # the review that chose this exercise, if any
         if choice is None:
             queue = due(self.history.attempts(), self.clock.today())
@@ -184,7 +181,13 @@ class Drill:
         r = self.result
         self.attempt = Attempt(self.exercise.key, self.clock.now(), self.elapsed, self.hints_used,
                                r.passed, (r.code,) if r.code else ())
-        self.history.append(self.attempt)
+        try:
+            self.history.append(self.attempt)
+        except OSError as error:
+            print(f"Not recorded: {self.history.path} cannot be written ({error.strerror}); set "
+                  f"{HISTORY_ENV} to a file you can write. · 没有记下：无法写入这个文件，请用 "
+                  f"{HISTORY_ENV} 指定一个可写的文件。")
+            return
         print(f"Recorded in your history ({self.history.path.name}, on this machine only). · "
               "已记入你的练习记录（只保存在本机）。")
 
@@ -213,7 +216,7 @@ class Mock:
     def __init__(self, exercises: tuple[str, str] | None = None, *, seed: int | None = None,
                  history=None, clock: Clock = SYSTEM_CLOCK):
         self.clock = check_clock("Mock", clock)
-        self.history = _history("Mock", history)
+        self.history = History.of("Mock", history)
         coding = MOCK_MINUTES - 2 * FOLLOWUP_MINUTES
         if exercises is None:
             pairs = [(a.key, b.key) for a in EXERCISES.values() for b in EXERCISES.values()

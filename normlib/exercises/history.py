@@ -157,6 +157,15 @@ class History:
     def __repr__(self) -> str:
         return f"History({str(self.path)!r})"
 
+    @classmethod
+    def of(cls, where: str, history) -> History:
+        """``history`` as a History: None (the default path), a file path, or a History."""
+        if history is None or isinstance(history, (str, os.PathLike)):
+            return cls(history)
+        if isinstance(history, History):
+            return history
+        raise TypeError(f"{where}: history={history!r}, expected None, a file path or a History")
+
     def append(self, attempt: Attempt) -> None:
         """Add one line. When the file's last line was cut short (no newline), the new line starts
         on a line of its own, so the cut line stays one bad line and this one is read."""

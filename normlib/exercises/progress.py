@@ -26,7 +26,7 @@ from .history import (
 from .registry import EXERCISES
 
 __all__ = ["format_duration", "format_day", "progress", "progress_plot", "progress_table",
-           "review", "review_markdown"]
+           "review", "review_lines", "review_markdown"]
 
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _WEEKDAYS_ZH = ("周一", "周二", "周三", "周四", "周五", "周六", "周日")
@@ -202,30 +202,25 @@ def _show(markdown: str, figure=None) -> None:
     print(markdown)
 
 
-def review(history: History | None = None, *, clock: Clock = SYSTEM_CLOCK) -> list[Review]:
-    """Show what is due today (and later) from ``history`` (default: the drill's folder's log);
-    returns the reviews due today."""
-    history = History() if history is None else _check_history("review", history)
+def review(history=None, *, clock: Clock = SYSTEM_CLOCK) -> list[Review]:
+    """Show what is due today (and later) from ``history`` (a path or a ``History``; default: the
+    drill's folder's log); returns the reviews due today."""
+    history = History.of("review", history)
     clock = check_clock("review", clock)
     attempts, today = history.attempts(), clock.today()
     _show(review_markdown(attempts, today))
     return due(attempts, today)
 
 
-def progress(history: History | None = None, *, clock: Clock = SYSTEM_CLOCK) -> None:
-    """Show the progress table and plot of ``history`` (default: the drill's folder's log); outside
+def progress(history=None, *, clock: Clock = SYSTEM_CLOCK) -> None:
+    """Show the progress table and plot of ``history`` (a path or a ``History``; default: the
+    drill's folder's log); outside
     IPython, print the table (``progress_plot`` draws the plot)."""
     import matplotlib.pyplot as plt
 
-    history = History() if history is None else _check_history("progress", history)
+    history = History.of("progress", history)
     attempts = history.attempts()
     figure = progress_plot(attempts)
     _show(progress_table(attempts, check_clock("progress", clock).today()), figure)
     plt.close(figure)
 
-
-def _check_history(where: str, history) -> History:
-    if not isinstance(history, History):
-        raise TypeError(f"{where}: history={history!r}, expected a "
-                        "normlib.exercises.history.History (History(path))")
-    return history

@@ -68,7 +68,7 @@ def _hints(data: dict, name: str) -> tuple[Hint, ...]:
                          "[[hints]] tables (the key idea, then the shape of the code)")
     for i, hint in enumerate(hints):
         for field in ("en", "zh"):
-            value = hint.get(field) if isinstance(hint, dict) else hint
+            value = hint.get(field) if isinstance(hint, dict) else None
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"text/{name}: field 'hints[{i}].{field}' = {value!r}, expected "
                                  "a non-empty str")
