@@ -107,3 +107,32 @@ def test_markdown_anchors_follow_the_site_slug():
     pages = _site_module("pages")
     text = "see [Practice](#practice-手撕)\n\n## Practice (手撕)\n"
     assert "](#Practice-(手撕))" in pages.markdown_anchors(text)
+
+
+# ------------------------------------------------------------------ widgets and their frames
+
+def test_control_axes():
+    import ipywidgets as widgets
+
+    from tools.site import kernel_frames
+    axis = kernel_frames._axis(widgets.IntSlider(value=3, min=1, max=5))
+    assert axis["values"] == [1, 2, 3, 4, 5] and axis["start"] == 2 and axis["slider"]
+    log = kernel_frames._axis(widgets.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=1))
+    assert log["kind"] == "log" and log["values"] == pytest.approx([0.1, 1.0, 10.0]) and log["start"] == 1
+    toggle = kernel_frames._axis(widgets.ToggleButtons(options=[("Post-LN", "post"), ("Pre-LN", "pre")],
+                                                       value="pre"))
+    assert toggle == {"kind": "index", "values": [0, 1], "start": 1, "slider": False,
+                      "labels": ["Post-LN", "Pre-LN"]}
+    assert kernel_frames._axis(widgets.Checkbox(value=True))["start"] == 1
+    with pytest.raises(TypeError, match="no grid for a Text control"):
+        kernel_frames._axis(widgets.Text(description="name"))
+
+
+def test_stored_widgets_of_a_lesson_and_its_chinese_edition():
+    from tools.site import frames
+    name = "03_layernorm_and_rmsnorm.ipynb"
+    english = frames.stored_widgets(frames.NOTEBOOKS / name)
+    chinese = frames.stored_widgets(frames.NOTEBOOKS / "zh" / name)
+    assert len(english) == 2
+    assert all(len(w["controls"]) >= 1 and w["output"] for w in english.values())
+    assert chinese == english           # same code, outputs and widget state: the same frames
