@@ -32,13 +32,13 @@ STEMS = {Path(e.notebook).stem: e for e in EXERCISES.values()}
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 TEXT = {
-    "en": {"title": "Feedback", "for": "for", "due": "due", "points": "points",
+    "en": {"title": "Feedback", "heading": "Feedback for {student}", "due": "due", "points": "points",
            "passed": "passed: every check passed", "late": "handed in after the deadline",
            "not attempted": "not attempted: the answer cell still raises NotImplementedError",
            "missing": "nothing was handed in", "mistake": "mistake", "checks": "the checks",
            "reread": "Reread", "followup": "A question to go further", "answer": "answer",
            "total": "Total", "notebook": "graded notebook"},
-    "zh": {"title": "反馈", "for": "：", "due": "截止", "points": "分数",
+    "zh": {"title": "反馈", "heading": "{student} 的反馈", "due": "截止", "points": "分数",
            "passed": "通过：所有检查都通过了", "late": "截止时间之后提交",
            "not attempted": "未作答：答案单元格仍然抛出 NotImplementedError",
            "missing": "没有提交任何内容", "mistake": "错误", "checks": "各项检查",
@@ -68,7 +68,7 @@ def _page(student: str, rows: list[dict], assignment: Assignment, lessons_url: s
     out = [f'<!DOCTYPE html><html lang="{"zh-CN" if zh else "en"}"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>{t['title']} · {_e(student)}</title><style>{STYLE}</style></head><body>",
-           f"<h1>{t['title']} {t['for']} {_e(student)}</h1>",
+           f"<h1>{t['heading'].format(student=_e(student))}</h1>",
            f"<p>{t['total']}: <strong>{total:g} / {possible:g}</strong> {t['points']}"
            + (f" · {t['due']} {_e(assignment.deadline.isoformat(timespec='minutes'))}"
               if assignment.deadline else "") + "</p>"]
