@@ -1,0 +1,393 @@
+"""Exercises 18 and 19 (cross-entropy with z-loss, DyT): wrong answers the checkers' catalogues
+never saw, correct answers in other styles, and garbage (issue 35).
+
+Written from the practice notebooks' task texts alone, each wrong answer the way a candidate writes
+it under time pressure (one slip each, in the candidate's own code, not the checker's mutants), and
+naming the diagnosis keys that describe its mistake correctly. A result is
+  - named correctly: its ``mistake`` is one of those keys;
+  - cannot tell: the checker names no mistake ("cannot_tell", "wrong values", "NaN", "raised");
+  - named wrongly: any other key;
+  - passed: the checker missed it.
+The target: at least 90% named correctly per exercise, none named wrongly, none passed; every
+correct variant passes; every garbage answer gets a clean result (a code, no exception).
+``python tests/test_exercises_unseen_loss_dyt.py`` prints the table.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from normlib import exercises as ex
+from normlib.exercises.codes import registry
+
+REGISTRY = registry()
+CANNOT_TELL = {"cannot_tell", "wrong_values", "nan", "raised", "wrong_grad"}
+
+
+# --------------------------------------------------------------------------- 18: cross-entropy
+def _flat(logits, targets):
+    V = logits.size(-1)
+    x = logits.view(-1, V)
+    if x.dtype in (torch.float16, torch.bfloat16):
+        x = x.float()
+    return x, targets.view(-1)
+
+
+def _lse(x):
+    """A stable log-sum-exp, as most answers below write it."""
+    mx = x.max(dim=-1, keepdim=True).values
+    return (mx + torch.log(torch.sum(torch.exp(x - mx), dim=-1, keepdim=True))).squeeze(-1)
+
+
+def ce_naive(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    lse = torch.log(torch.exp(x).sum(-1))                       # no max: overflows
+    mask = t != ignore_index
+    xt = x[torch.arange(len(t)), t.masked_fill(~mask, 0)]
+    return (lse - xt)[mask].mean() + z_loss * (lse[mask] ** 2).mean()
+
+
+def ce_max_kept_out(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    mx = x.max(dim=-1, keepdim=True).values
+    lse = torch.log(torch.sum(torch.exp(x - mx), dim=-1))       # m forgotten afterwards
+    mask = t != ignore_index
+    xt = x[torch.arange(len(t)), t.masked_fill(~mask, 0)]
+    return (lse - xt)[mask].mean() + z_loss * (lse[mask] ** 2).mean()
+
+
+def ce_summed(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    lse = _lse(x)
+    mask = (t != ignore_index).float()
+    xt = x.gather(1, (t * (t != ignore_index)).unsqueeze(1)).squeeze(1)
+    return ((lse - xt) * mask).sum() + z_loss * (lse.pow(2) * mask).sum()
+
+
+def ce_divided_by_all(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    lse = _lse(x)
+    mask = t != ignore_index
+    xt = x.gather(1, t.clamp(min=0)[:, None])[:, 0]
+    nll = torch.where(mask, lse - xt, torch.zeros_like(lse))
+    z = torch.where(mask, lse ** 2, torch.zeros_like(lse))
+    return nll.sum() / len(t) + z_loss * z.sum() / len(t)
+
+
+def ce_z_everywhere(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    lse = _lse(x)
+    mask = t != ignore_index
+    xt = x[mask].gather(1, t[mask][:, None]).squeeze(1)
+    return (lse[mask] - xt).mean() + z_loss * lse.pow(2).mean()   # z over padding too
+
+
+def ce_z_unsquared(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    keep = t != ignore_index
+    x, t = x[keep], t[keep]
+    lse = _lse(x)
+    ce = (lse - x[torch.arange(len(t)), t]).mean()
+    return ce + z_loss * lse.mean()
+
+
+def ce_z_from_probs(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    keep = t != ignore_index
+    x, t = x[keep], t[keep]
+    lse = _lse(x)
+    probs = torch.exp(x - lse[:, None])
+    ce = (lse - x[torch.arange(len(t)), t]).mean()
+    return ce + z_loss * torch.log(probs.sum(-1)).pow(2).mean()  # log of 1
+
+
+def ce_coefficient_swapped(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    keep = t != ignore_index
+    x, t = x[keep], t[keep]
+    lse = _lse(x)
+    ce = (lse - x[torch.arange(len(t)), t]).mean()
+    return z_loss * ce + (lse * lse).mean()
+
+
+def ce_gather_dim0(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    keep = t != ignore_index
+    x, t = x[keep], t[keep]
+    lse = _lse(x)
+    xt = x.gather(0, t[None, :]).squeeze(0)                       # dim 0: the wrong dim
+    return (lse - xt).mean() + z_loss * (lse ** 2).mean()
+
+
+def ce_logsoftmax_tokens(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    mc = x.max(dim=0, keepdim=True).values
+    logp = x - (mc + torch.exp(x - mc).sum(0, keepdim=True).log())   # over the tokens
+    keep = t != ignore_index
+    nll = -logp[keep, t[keep]]
+    lse = _lse(x)[keep]
+    return nll.mean() + z_loss * (lse ** 2).mean()
+
+
+def ce_mean_everything(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    keep = t != ignore_index
+    x, t = x[keep], t[keep]
+    lse = _lse(x)
+    onehot = F.one_hot(t, x.size(-1)).to(x.dtype)
+    logp = x - lse[:, None]
+    return -(onehot * logp).mean() + z_loss * (lse ** 2).mean()   # mean over N * V
+
+
+def ce_dim1(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x = logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
+    mx = x.amax(dim=1, keepdim=True)                              # (B, T, V): dim 1 is T
+    lse = mx + torch.log(torch.exp(x - mx).sum(dim=1, keepdim=True))
+    logp = (x - lse).reshape(-1, x.shape[-1])
+    t = targets.reshape(-1)
+    keep = t != ignore_index
+    lz = _lse(x.reshape(-1, x.shape[-1]))[keep]
+    return -logp[keep, t[keep]].mean() + z_loss * lz.pow(2).mean()
+
+
+def ce_negative(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    keep = t != ignore_index
+    lse = _lse(x)[keep]
+    logp_t = x[keep].gather(-1, t[keep].unsqueeze(-1)).squeeze(-1) - lse
+    return logp_t.mean() + z_loss * lse.square().mean()          # log-likelihood, not its negative
+
+
+def ce_minus_100(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    keep = t != -100                                              # the argument ignored
+    safe = torch.where(keep, t, torch.zeros_like(t))
+    lse = _lse(x)
+    nll = lse - x.gather(1, safe.unsqueeze(1)).squeeze(1)
+    return nll[keep].mean() + z_loss * lse[keep].pow(2).mean()
+
+
+def ce_no_mask(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    lse = _lse(x)
+    nll = lse - x.gather(1, t.clamp(0, x.shape[1] - 1).unsqueeze(1)).squeeze(1)
+    return nll.mean() + z_loss * lse.pow(2).mean()
+
+
+def ce_default_1e3(logits, targets, z_loss=1e-3, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    keep = t != ignore_index
+    lse = _lse(x)[keep]
+    return (lse - x[keep].gather(1, t[keep, None])[:, 0]).mean() + z_loss * (lse ** 2).mean()
+
+
+def ce_square_mean(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    keep = t != ignore_index
+    lse = _lse(x)[keep]
+    ce = (lse - x[keep].gather(1, t[keep, None])[:, 0]).mean()
+    return ce + z_loss * lse.mean() ** 2
+
+
+def ce_global_max(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    m = x.max()                                                   # one max for every row
+    lse = m + torch.log(torch.exp(x - m).sum(-1))
+    keep = t != ignore_index
+    ce = (lse - x.gather(1, torch.where(keep, t, 0)[:, None])[:, 0])[keep].mean()
+    return ce + z_loss * lse[keep].pow(2).mean()
+
+
+def ce_no_keepdim(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    m = x.max(-1).values                                          # (N,): keepdim forgotten
+    lse = m + torch.log(torch.exp(x - m).sum(-1))
+    keep = t != ignore_index
+    ce = (lse - x.gather(1, torch.where(keep, t, 0)[:, None])[:, 0])[keep].mean()
+    return ce + z_loss * lse[keep].pow(2).mean()
+
+
+def ce_per_token(logits, targets, z_loss=1e-4, ignore_index=-100):
+    x, t = _flat(logits, targets)
+    keep = t != ignore_index
+    lse = _lse(x)
+    nll = (lse - x.gather(1, torch.where(keep, t, 0)[:, None])[:, 0]) * keep
+    return nll + z_loss * lse.pow(2) * keep                     # no reduction
+
+
+CE = [
+    ("log(sum(exp)) without the max", ce_naive, {"no_max_subtracted"}),
+    ("max subtracted, not added back", ce_max_kept_out, {"max_not_added_back"}),
+    ("sum over tokens", ce_summed, {"sum_over_tokens"}),
+    ("divided by all N", ce_divided_by_all, {"ignored_in_mean"}),
+    ("z-term over padding", ce_z_everywhere, {"z_over_ignored"}),
+    ("log Z not squared", ce_z_unsquared, {"z_not_squared"}),
+    ("z-term from the probabilities", ce_z_from_probs, {"no_z_term"}),
+    ("coefficient on the cross-entropy", ce_coefficient_swapped, {"coefficient_on_ce"}),
+    ("target gathered on dim 0", ce_gather_dim0, {"target_logit", "broadcast"}),
+    ("log-softmax over the tokens", ce_logsoftmax_tokens, {"wrong_dim"}),
+    ("mean over N * V", ce_mean_everything, {"mean_over_vocab"}),
+    ("log-sum-exp over dim 1 of (B, T, V)", ce_dim1, {"wrong_dim"}),
+    ("log-likelihood, sign flipped", ce_negative, {"sign"}),
+    ("ignore_index fixed at -100", ce_minus_100, {"ignore_index_unused"}),
+    ("no mask, targets clamped", ce_no_mask, {"ignore_index_unused"}),
+    ("default z_loss 1e-3", ce_default_1e3, {"defaults"}),
+    ("square of the mean log Z", ce_square_mean, {"z_square_of_mean"}),
+    ("one max for all rows", ce_global_max, {"global_max"}),
+    ("max without keepdim", ce_no_keepdim, {"broadcast"}),
+    ("per-token losses, no reduction", ce_per_token, {"wrong_shape"}),
+]
+
+
+def ce_onehot(logits, targets, z_loss=1e-4, ignore_index=-100):
+    """Correct: one-hot targets and a masked sum."""
+    V = logits.shape[-1]
+    x = logits.reshape(-1, V).to(torch.float32 if logits.dtype.itemsize < 4 else logits.dtype)
+    t = targets.reshape(-1)
+    keep = t.ne(ignore_index)
+    m = x.amax(-1, keepdim=True)
+    log_z = m.squeeze(-1) + (x - m).exp().sum(-1).log()
+    logp = x - log_z[:, None]
+    onehot = F.one_hot(t.where(keep, 0), V).to(x.dtype) * keep[:, None]
+    n = keep.sum()
+    return -(onehot * logp).sum() / n + z_loss * (log_z.square() * keep).sum() / n
+
+
+def ce_loop(logits, targets, z_loss=1e-4, ignore_index=-100):
+    """Correct: one token at a time."""
+    V = logits.shape[-1]
+    x = logits.reshape(-1, V)
+    if x.dtype in (torch.float16, torch.bfloat16):
+        x = x.float()
+    ce, z, n = 0.0, 0.0, 0
+    for row, tgt in zip(x, targets.reshape(-1).tolist(), strict=True):
+        if tgt == ignore_index:
+            continue
+        m = row.max()
+        lz = m + torch.log(torch.exp(row - m).sum())
+        ce = ce + (lz - row[tgt])
+        z = z + lz ** 2
+        n += 1
+    return ce / n + z_loss * z / n
+
+
+def ce_in_logits_dtype(logits, targets, z_loss=1e-4, ignore_index=-100):
+    """Correct for this checker: computes in the logits' dtype (float16 too), stably, and
+    returns that dtype."""
+    V = logits.shape[-1]
+    x, t = logits.flatten(0, -2), targets.flatten()
+    keep = t != ignore_index
+    x, t = x[keep], t[keep]
+    m = x.max(-1, keepdim=True).values
+    lz = (m + (x - m).exp().sum(-1, keepdim=True).log()).squeeze(-1)
+    xt = x[torch.arange(len(t)), t]
+    return (lz - xt).mean() + z_loss * (lz * lz).mean() if V else None
+
+
+CE_CORRECT = [("one-hot, masked sums", ce_onehot), ("a loop over tokens", ce_loop),
+              ("in the logits' dtype", ce_in_logits_dtype)]
+
+
+# --------------------------------------------------------------------------- garbage
+def _raises(*a, **k):
+    raise ValueError("not done yet")
+
+
+def _exits(*a, **k):
+    sys.exit(3)
+
+
+GARBAGE = {
+    "cross_entropy_z_loss": [None, 42, _raises, _exits, lambda x, t, z_loss=1e-4, ignore_index=-100: None,
+                             lambda x, t, z_loss=1e-4, ignore_index=-100: "loss",
+                             lambda x, t, z_loss=1e-4, ignore_index=-100: (x.sum(), x.sum()),
+                             lambda x, t, z_loss=1e-4, ignore_index=-100: x,
+                             lambda x, t, z_loss=1e-4, ignore_index=-100: torch.tensor(float("nan")),
+                             lambda x, t, z_loss=1e-4, ignore_index=-100: 2.3,
+                             lambda x, t, z_loss=1e-4, ignore_index=-100: ce_onehot(x, t).detach().item()],
+}
+
+CHECKERS = {"cross_entropy_z_loss": (ex.check_cross_entropy_z_loss, CE, CE_CORRECT)}
+CASES = [(key, name, fn, accepted) for key, (_, wrong, _) in CHECKERS.items()
+         for name, fn, accepted in wrong]
+
+
+def verdict(key: str, fn, accepted: set) -> tuple[str, object]:
+    """('correct' | 'wrong' | 'cannot tell' | 'passed' | 'crashed', the result or the error)."""
+    try:
+        result = CHECKERS[key][0](fn)
+    except Exception as exc:          # the checker itself failed: the worst outcome
+        return "crashed", exc
+    if result.passed:
+        return "passed", result
+    if result.mistake in accepted:
+        return "correct", result
+    if result.mistake in CANNOT_TELL:
+        return "cannot tell", result
+    return "wrong", result
+
+
+def verdicts() -> list[tuple[str, str, set, str, object]]:
+    return [(key, name, accepted, *verdict(key, fn, accepted)) for key, name, fn, accepted in CASES]
+
+
+def table(found) -> dict[str, Counter]:
+    counts: dict[str, Counter] = {}
+    for key, _, _, outcome, _ in found:
+        counts.setdefault(key, Counter())[outcome] += 1
+    return counts
+
+
+def test_each_exercise_has_at_least_12_unseen_wrong_answers():
+    assert all(len(wrong) >= 12 for _, wrong, _ in CHECKERS.values())
+
+
+def test_unseen_mistakes_are_caught_never_misnamed_and_named_at_90_percent():
+    found = verdicts()
+    offending = [f"  {key}: {name}: {outcome}, mistake {result.mistake!r}, accepted "
+                 f"{sorted(accepted)}: {result.message}"
+                 for key, name, accepted, outcome, result in found
+                 if outcome in ("passed", "wrong", "crashed")]
+    rates = [f"  {key}: {c['correct']} of {sum(c.values())} named correctly: {dict(c)}"
+             for key, c in table(found).items() if c["correct"] < 0.9 * sum(c.values())]
+    for key, name, _, outcome, result in found:
+        if outcome == "crashed":
+            continue
+        assert result.code in REGISTRY, (key, name, result.code)
+    assert not offending and not rates, "\n".join(offending + rates)
+
+
+@pytest.mark.parametrize("key, name, fn", [(key, name, fn) for key, (_, _, ok) in CHECKERS.items()
+                                           for name, fn in ok])
+def test_every_correct_variant_passes(key, name, fn):
+    result = CHECKERS[key][0](fn)
+    assert result.passed, result
+
+
+@pytest.mark.parametrize("key, i", [(key, i) for key, g in GARBAGE.items() for i in range(len(g))])
+def test_garbage_gets_a_clean_result(key, i):
+    result = CHECKERS[key][0](GARBAGE[key][i])
+    assert not result.passed and result.code in REGISTRY, result
+    assert result.message and result.message_zh, result
+
+
+if __name__ == "__main__":
+    found = verdicts()
+    print(f"{'exercise':26} cases correct wrong cannot-tell passed crashed")
+    for key, c in table(found).items():
+        print(f"{key:26} {sum(c.values()):5} {c['correct']:7} {c['wrong']:5} "
+              f"{c['cannot tell']:11} {c['passed']:6} {c['crashed']:7}")
+    for key, name, accepted, outcome, result in found:
+        if outcome == "crashed":
+            print(f"  {key}: {name}: crashed: {result!r:.160}")
+        elif outcome != "correct":
+            print(f"  {key}: {name}: {outcome} ({result.mistake}; expected {sorted(accepted)})"
+                  f"\n      {result.message[:160]}")
+    for key, (check, _, ok) in CHECKERS.items():
+        for name, fn in ok:
+            print(f"  correct variant {key}: {name}: {'passes' if check(fn).passed else 'FAILS'}")
