@@ -204,11 +204,10 @@ def check_geglu_ffn(cls, *, time_limit: float = 3.0) -> CheckResult:
         x = randn(2, 3, 5, seed=79, dtype=torch.float64, scale=1.5)
         s.expect_grads(lambda x: m(x), lambda x: reference_ffn(x, W1, W2, W3), {"x": x},
                        mutants=bind_last(GEGLU_MUTANTS, W1, W2, W3))
-        for name, W in (("gate_proj", W1), ("down_proj", W2), ("up_proj", W3)):
+        weights = {"gate_proj": W1, "down_proj": W2, "up_proj": W3}     # reference_ffn's order
+        for name, W in weights.items():
             Wl = W.clone().requires_grad_(True)
-            args = {"gate_proj": (Wl, W2, W3), "down_proj": (W1, Wl, W3),
-                    "up_proj": (W1, W2, Wl)}[name]
-            out = reference_ffn(x, *args)
+            out = reference_ffn(x, *[Wl if n == name else w for n, w in weights.items()])
             (out * grad_output(out.shape, out.dtype)).sum().backward()
             got = getattr(m, name).weight.grad
             if got is None or not torch.allclose(got, Wl.grad, rtol=1e-4, atol=1e-6):
