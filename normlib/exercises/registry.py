@@ -19,6 +19,7 @@ from . import (
     qk_norm,
     rms_norm,
     rope,
+    rope_scaling,
     schedule,
     sliding_window,
     softcap_attention,
@@ -50,9 +51,11 @@ _ALL = [
     Exercise.load("qk_norm_attention", qk_norm.check_qk_norm_attention, qk_norm.QK_NORM_MISTAKES),
     Exercise.load("softcap_attention", softcap_attention.check_softcap_attention,
                   softcap_attention.SOFTCAP_MISTAKES),
-    Exercise.load("geglu_ffn", geglu.check_geglu_ffn, geglu.GEGLU_MISTAKES),
     Exercise.load("cross_entropy_z_loss", cross_entropy.check_cross_entropy_z_loss,
                   cross_entropy.CE_Z_MISTAKES),
+    Exercise.load("geglu_ffn", geglu.check_geglu_ffn, geglu.GEGLU_MISTAKES),
+    Exercise.load("rope_scaling", rope_scaling.check_rope_scaling,
+                  rope_scaling.ROPE_SCALING_MISTAKES),
 ]
 
 EXERCISES: dict[str, Exercise] = {e.key: e for e in _ALL}
