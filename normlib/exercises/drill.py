@@ -118,8 +118,8 @@ class Drill:
     def start(self) -> Drill:
         """Show the prompt and start the clock (again, for a new round: hints count from 0)."""
         _display_markdown(self.prompt_markdown())
-        self.started, self.elapsed, self.result, self.attempt = self.clock.monotonic(), None, None, \
-            None
+        self.started = self.clock.monotonic()
+        self.elapsed = self.result = self.attempt = None
         self.hints_used = 0
         self._timer = _show_timer(self.exercise.minutes * 60)
         return self
