@@ -27,6 +27,7 @@ from torch import nn
 
 import normlib as nl
 from normlib import exercises as ex
+from normlib.exercises import rope_scaling as rope_checker
 from normlib.exercises.codes import registry
 
 REGISTRY = registry()
@@ -251,8 +252,164 @@ GEGLU_GARBAGE = [
     fwd(_exits),
 ]
 
-CHECKERS = {"geglu_ffn": (ex.check_geglu_ffn, GEGLU, GEGLU_CORRECT)}
-GARBAGE = {"geglu_ffn": GEGLU_GARBAGE}
+
+# --------------------------------------------------------------------------- 21: RoPE scaling
+def hf_style(*, theta="ok", linear="ok", length="ok", scale="ok", exponent="ok", turns=(32, 1),
+             two_pi=True, log=math.log, rounding="ok", index="pairs", clamp=True, blend="ok",
+             attention="ok", attention_everywhere=False, dtype=torch.float32, returns="pair"):
+    """A learner's answer written as HF's code reads (float32 arange, a nested find_correction_dim);
+    each keyword other than its default is one slip."""
+    def scaled_inv_freq(head_dim, base, factor, kind, original_max_position_embeddings=4096,
+                        seq_len=None):
+        dim, L = head_dim, original_max_position_embeddings
+
+        def inv_freq_for(b):
+            if theta == "half_exponent":
+                return 1.0 / (b ** (torch.arange(0, dim // 2).float() / dim))
+            if theta == "odd":
+                return 1.0 / (b ** (torch.arange(1, dim, 2).float() / dim))
+            return 1.0 / (b ** (torch.arange(0, dim, 2).float() / dim))
+
+        attention_factor = 1.0
+        if kind == "linear":
+            inv_freq = inv_freq_for(base)
+            inv_freq = inv_freq * factor if linear == "times" else inv_freq / factor
+            if linear == "base":
+                inv_freq = inv_freq_for(base * factor)
+        elif kind == "dynamic":
+            if length == "none_crashes":
+                n = max(seq_len, L)
+            else:
+                n = max(seq_len or L, L) if length == "ok" else seq_len or L
+            s = {"ok": factor * n / L - (factor - 1), "static": factor, "ratio": n / L}[scale]
+            e = {"ok": dim / (dim - 2), "none": 1, "inverted": (dim - 2) / dim,
+                 "d_minus_1": dim / (dim - 1)}[exponent]
+            inv_freq = inv_freq_for(base * s ** e)
+        else:
+            def find_correction_dim(num_rotations):
+                two = 2 * math.pi if two_pi else 1.0
+                return (dim * math.log(L / (num_rotations * two))) / (2 * log(base))
+
+            low, high = find_correction_dim(turns[0]), find_correction_dim(turns[1])
+            if rounding == "ok":
+                low, high = math.floor(low), math.ceil(high)
+            low, high = max(low, 0), min(high, dim - 1)
+            if low == high:
+                high += 0.001
+            i = torch.arange(dim // 2, dtype=torch.float32) if index == "pairs" else \
+                torch.arange(0, dim, 2, dtype=torch.float32)
+            ramp = (i - low) / (high - low)
+            if clamp:
+                ramp = torch.clamp(ramp, 0, 1)
+            extrapolation_factor = 1 - ramp
+            pos_freqs = base ** (torch.arange(0, dim, 2).float() / dim)
+            extra, inter = 1.0 / pos_freqs, 1.0 / (factor * pos_freqs)
+            if blend == "times":
+                inter = factor / pos_freqs
+            if blend == "swapped":
+                inv_freq = inter * extrapolation_factor + extra * (1 - extrapolation_factor)
+            else:
+                inv_freq = inter * (1 - extrapolation_factor) + extra * extrapolation_factor
+            attention_factor = {"ok": 0.1 * math.log(factor) + 1, "none": 1.0,
+                                "log10": 0.1 * math.log10(factor) + 1,
+                                "sqrt": math.sqrt(0.1 * math.log(factor) + 1),
+                                "log2": 0.1 * math.log2(factor) + 1,
+                                "inverse": 1 / (0.1 * math.log(factor) + 1)}[attention]
+        if attention_everywhere:
+            attention_factor = 0.1 * math.log(factor) + 1
+        inv_freq = inv_freq.to(dtype)
+        if returns == "freq":
+            return inv_freq
+        if returns == "dict":
+            return {"inv_freq": inv_freq, "attention_factor": attention_factor}
+        return inv_freq, attention_factor
+    return scaled_inv_freq
+
+
+def by_pairs(head_dim, base, factor, kind, original_max_position_embeddings=4096, seq_len=None):
+    """Correct: one pair at a time with Python floats, a tensor at the end."""
+    D, L = head_dim, original_max_position_embeddings
+    if kind == "dynamic":
+        n = L if seq_len is None or seq_len <= L else seq_len
+        base = base * (factor * n / L - factor + 1) ** (D / (D - 2))
+    lo = D * math.log(L / (2 * math.pi * 32)) / (2 * math.log(base))
+    hi = D * math.log(L / (2 * math.pi)) / (2 * math.log(base))
+    lo, hi = max(math.floor(lo), 0), min(math.ceil(hi), D - 1)
+    out = []
+    for i in range(D // 2):
+        th = base ** (-2 * i / D)
+        if kind == "linear":
+            out.append(th / factor)
+        elif kind == "dynamic":
+            out.append(th)
+        else:
+            keep = 1 - min(max((i - lo) / ((hi - lo) or 0.001), 0.0), 1.0)
+            out.append(keep * th + (1 - keep) * th / factor)
+    a = 0.1 * math.log(factor) + 1 if kind == "yarn" and factor > 1 else 1.0
+    return torch.tensor(out, dtype=torch.float32), a
+
+
+def float64_then_tensor_factor(head_dim, base, factor, kind,
+                               original_max_position_embeddings=4096, seq_len=None):
+    """Correct: float64 throughout, a list returned, the attention factor as a 0-d tensor."""
+    inv, a = hf_style()(head_dim, float(base), factor, kind, original_max_position_embeddings,
+                        seq_len)
+    return [inv, torch.tensor(a)]
+
+
+ROPE = [
+    ("linear: multiplied by the factor", hf_style(linear="times"), {"linear_multiplied"}),
+    ("linear: base times the factor", hf_style(linear="base"), {"linear_scaling"}),
+    ("theta from arange(D // 2) / D", hf_style(theta="half_exponent"), {"base_frequencies"}),
+    ("theta from arange(1, D, 2)", hf_style(theta="odd"), {"base_frequencies"}),
+    ("dynamic: the factor used as it is", hf_style(scale="static"), {"dynamic_static"}),
+    ("dynamic: s = seq_len / L", hf_style(scale="ratio"), {"dynamic_scale"}),
+    ("dynamic: no max with L", hf_style(length="no_max"), {"dynamic_short_scaled"}),
+    ("dynamic: max(seq_len, L) with seq_len None", hf_style(length="none_crashes"),
+     {"seq_len_none"}),
+    ("dynamic: base * s", hf_style(exponent="none"), {"ntk_exponent_missing"}),
+    ("dynamic: exponent (D - 2) / D", hf_style(exponent="inverted"), {"ntk_exponent_inverted"}),
+    ("dynamic: exponent D / (D - 1)", hf_style(exponent="d_minus_1"), {"ntk_base"}),
+    ("yarn: betas swapped", hf_style(turns=(1, 32)), {"ramp_reversed"}),
+    ("yarn: blend swapped", hf_style(blend="swapped"), {"ramp_reversed"}),
+    ("yarn: ramp over arange(0, D, 2)", hf_style(index="dims"), {"ramp_on_dims"}),
+    ("yarn: bounds not floored / ceiled", hf_style(rounding="none"), {"ramp_not_rounded"}),
+    ("yarn: 2 pi forgotten in the bounds", hf_style(two_pi=False), {"ramp_bounds"}),
+    ("yarn: log10(base) in the bounds", hf_style(log=math.log10), {"ramp_bounds"}),
+    ("yarn: ramp not clamped", hf_style(clamp=False), {"yarn_blend"}),
+    ("yarn: interpolation multiplies by s", hf_style(blend="times"), {"yarn_blend"}),
+    ("yarn: attention factor forgotten", hf_style(attention="none"), {"attention_factor_missing"}),
+    ("yarn: log10 in the attention factor", hf_style(attention="log10"),
+     {"attention_factor_log10"}),
+    ("yarn: sqrt of the attention factor", hf_style(attention="sqrt"), {"attention_factor"}),
+    ("yarn: log2 in the attention factor", hf_style(attention="log2"), {"attention_factor"}),
+    ("yarn: 1 / attention factor", hf_style(attention="inverse"), {"attention_factor"}),
+    ("attention factor for every kind", hf_style(attention_everywhere=True),
+     {"attention_factor_other_kinds"}),
+    ("float64 returned", hf_style(dtype=torch.float64), {"not_float32"}),
+    ("inv_freq alone returned", hf_style(returns="freq"), {"not_a_pair"}),
+    ("a dict returned", hf_style(returns="dict"), {"not_a_pair"}),
+]
+
+ROPE_CORRECT = [("as HF's code reads", hf_style()), ("one pair at a time", by_pairs),
+                ("float64, a list, a 0-d tensor factor", float64_then_tensor_factor)]
+
+ROPE_GARBAGE = [
+    None, 42, "scaled_inv_freq", _raises, _exits,
+    lambda *a, **k: None,
+    lambda *a, **k: (None, 1.0),
+    lambda *a, **k: (torch.ones(3), 1.0),
+    lambda *a, **k: (torch.full((a[0] // 2,), float("nan")), 1.0),
+    lambda *a, **k: ("inv_freq", "1.0"),
+    lambda *a, **k: (torch.ones(a[0] // 2), None),
+    lambda *a, **k: (torch.ones(a[0] // 2), float("nan")),
+    lambda *a, **k: (torch.ones(a[0] // 2, 2), 1.0),
+    lambda *a, **k: (torch.ones(a[0] // 2, dtype=torch.int64), 1),
+]
+
+CHECKERS = {"geglu_ffn": (ex.check_geglu_ffn, GEGLU, GEGLU_CORRECT),
+            "rope_scaling": (ex.check_rope_scaling, ROPE, ROPE_CORRECT)}
+GARBAGE = {"geglu_ffn": GEGLU_GARBAGE, "rope_scaling": ROPE_GARBAGE}
 CASES = [(key, name, fn, accepted) for key, (_, wrong, _) in CHECKERS.items()
          for name, fn, accepted in wrong]
 
@@ -316,33 +473,6 @@ def test_garbage_gets_a_clean_result(key, i):
     assert result.message and result.message_zh, result
 
 
-if __name__ == "__main__":
-    found = verdicts()
-    print(f"{'exercise':26} cases correct wrong cannot-tell passed crashed")
-    for key, c in table(found).items():
-        print(f"{key:26} {sum(c.values()):5} {c['correct']:7} {c['wrong']:5} "
-              f"{c['cannot tell']:11} {c['passed']:6} {c['crashed']:7}")
-    for key, name, accepted, outcome, result in found:
-        if outcome == "crashed":
-            print(f"  {key}: {name}: crashed: {result!r:.160}")
-        elif outcome != "correct":
-            print(f"  {key}: {name}: {outcome} ({result.mistake}; expected {sorted(accepted)})"
-                  f"\n      {result.message[:160]}")
-    for key, (check, _, correct) in CHECKERS.items():
-        failing = [name for name, fn in correct if not check(fn).passed]
-        print(f"{key}: {len(correct) - len(failing)} of {len(correct)} correct variants pass"
-              + (f"; failing: {failing}" if failing else ""))
-    for key, garbage in GARBAGE.items():
-        clean = 0
-        for g in garbage:
-            try:
-                r = CHECKERS[key][0](g)
-                clean += (not r.passed and r.code in REGISTRY and bool(r.message_zh))
-            except Exception as exc:
-                print(f"  {key}: garbage {g!r:.60} crashed the checker: {exc!r:.100}")
-        print(f"{key}: {clean} of {len(garbage)} garbage answers get a clean result")
-
-
 # --------------------------------------------------------------------------- the checkers' own tables
 def test_geglu_reference_equals_hf_gemma_mlp():
     """normlib's reference, nl.GLUFeedForward(variant="geglu_tanh"), equals HF's GemmaMLP built from
@@ -382,3 +512,76 @@ def test_each_geglu_mutant_in_a_module_gets_its_key(i):
 
     result = ex.check_geglu_ffn(Mutant)
     assert not result.passed and result.mistake == key, result
+
+
+def _hf_inv_freq(D, base, factor, kind, L, seq_len):
+    """HF's ROPE_INIT_FUNCTIONS[kind] on a LlamaConfig built offline: for "dynamic" L is the
+    config's max_position_embeddings, for "yarn" original_max_position_embeddings."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    from transformers.models.llama import LlamaConfig
+    parameters = dict(rope_type=kind, rope_theta=base, factor=factor)
+    if kind == "yarn":
+        parameters["original_max_position_embeddings"] = L
+    config = LlamaConfig(hidden_size=4 * D, num_attention_heads=4, num_key_value_heads=4,
+                         max_position_embeddings=int(L * factor) if kind == "yarn" else L,
+                         rope_parameters=parameters)
+    return ROPE_INIT_FUNCTIONS[kind](config, "cpu", seq_len=seq_len)
+
+
+@pytest.mark.parametrize("i", range(len(rope_checker.CASES)))
+def test_rope_scaling_reference_equals_hf_on_every_case(i):
+    """The checker's reference (normlib's functions) equals HF's on each of its cases, within HF's
+    own float32 rounding (relative 2e-6, as tests/test_hf_parity.py), and a solution written as
+    HF's code reads passes."""
+    args = tuple(rope_checker.CASES[i].kwargs.values())
+    mine, mine_factor = rope_checker._reference(*args)
+    theirs, their_factor = _hf_inv_freq(*args)
+    assert mine.dtype == theirs.dtype == torch.float32
+    torch.testing.assert_close(mine.double(), theirs.double(), rtol=2e-6, atol=0)
+    assert mine_factor == pytest.approx(their_factor, rel=1e-12)
+
+
+@pytest.mark.parametrize("i", range(len(rope_checker.ROPE_SCALING_MUTANTS)))
+def test_each_rope_scaling_mutant_gets_its_key(i):
+    key, mutant = rope_checker.ROPE_SCALING_MUTANTS[i]
+
+    def answer(head_dim, base, factor, kind, original_max_position_embeddings=4096, seq_len=None):
+        return mutant(head_dim, base, factor, kind, original_max_position_embeddings, seq_len)
+
+    result = ex.check_rope_scaling(answer)
+    assert not result.passed and result.mistake == key, result
+
+
+def test_rope_scaling_refuses_the_library_functions():
+    def answer(head_dim, base, factor, kind, original_max_position_embeddings=4096, seq_len=None):
+        return nl.yarn_frequencies(head_dim, base, factor,
+                                   original_max_position_embeddings=original_max_position_embeddings), 1.0
+
+    assert ex.check_rope_scaling(answer).mistake == "shortcut"
+
+
+if __name__ == "__main__":
+    found = verdicts()
+    print(f"{'exercise':26} cases correct wrong cannot-tell passed crashed")
+    for key, c in table(found).items():
+        print(f"{key:26} {sum(c.values()):5} {c['correct']:7} {c['wrong']:5} "
+              f"{c['cannot tell']:11} {c['passed']:6} {c['crashed']:7}")
+    for key, name, accepted, outcome, result in found:
+        if outcome == "crashed":
+            print(f"  {key}: {name}: crashed: {result!r:.160}")
+        elif outcome != "correct":
+            print(f"  {key}: {name}: {outcome} ({result.mistake}; expected {sorted(accepted)})"
+                  f"\n      {result.message[:160]}")
+    for key, (check, _, correct) in CHECKERS.items():
+        failing = [name for name, fn in correct if not check(fn).passed]
+        print(f"{key}: {len(correct) - len(failing)} of {len(correct)} correct variants pass"
+              + (f"; failing: {failing}" if failing else ""))
+    for key, garbage in GARBAGE.items():
+        clean = 0
+        for g in garbage:
+            try:
+                r = CHECKERS[key][0](g)
+                clean += (not r.passed and r.code in REGISTRY and bool(r.message_zh))
+            except Exception as exc:
+                print(f"  {key}: garbage {g!r:.60} crashed the checker: {exc!r:.100}")
+        print(f"{key}: {clean} of {len(garbage)} garbage answers get a clean result")

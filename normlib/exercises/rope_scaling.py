@@ -130,6 +130,11 @@ ROPE_SCALING_MISTAKES = catalogue("rope_scaling", {
     "attention_factor_other_kinds": ("attention factor for linear / dynamic", "only YaRN "
                                      "scales the attention: linear and dynamic return 1.0.",
                                      "只有 YaRN 有注意力因子：linear 和 dynamic 应返回 1.0。"),
+    "seq_len_none": ("dynamic: seq_len=None not handled", "seq_len defaults to None, which "
+                     "means the training length L (HF: seq_len = max(seq_len, L), None taken as L): "
+                     "l = max(seq_len or L, L).",
+                     "dynamic 没有处理 seq_len=None：默认值 None 表示训练长度 L（HF 中 None 取 L），"
+                     "即 l = max(seq_len or L, L)。"),
     "kind_mixed_up": ("kinds mixed up", "each kind has its own formula: \"linear\" divides by "
                       "the factor, \"dynamic\" raises the base, \"yarn\" blends per pair.",
                       "几种方法搞混了：\"linear\" 除以 factor，\"dynamic\" 增大 base，\"yarn\" 逐对混合。"),
@@ -273,7 +278,8 @@ def check_rope_scaling(fn, *, time_limit: float = 3.0) -> CheckResult:
     seq_len=None)`` -> (inv_freq, attention_factor) for kind "linear", "dynamic", "yarn",
     against normlib's scaled frequencies (equal to HF's ROPE_INIT_FUNCTIONS)."""
     s = Session("RoPE scaling", ROPE_SCALING_MISTAKES, exercise="rope_scaling",
-                time_limit=time_limit, references=_references())
+                time_limit=time_limit, references=_references(),
+                error_hints=((r"NoneType", "seq_len_none"),))
     if not s.require_callable(fn):
         return s.result()
 
@@ -336,10 +342,12 @@ def _probes(s: Session, fn) -> list:
         got = s.call(fn, head_dim=D, base=base, factor=factor, kind=kind,
                      original_max_position_embeddings=L, seq_len=seq_len)
         freq, attn = _unpack(got)
-        if freq.shape != theta.shape or not bool(freq.isfinite().all()) or \
-                not bool((freq > 0).all()):
+        if freq.shape != theta.shape or not bool(freq.isfinite().all()):
             raise Fail("unusable output")
         return freq.detach().double(), attn
+
+    def near_all(a, b):
+        return bool(((a - b).abs() <= 1e-4).all())
 
     def rel(a, b, tol=1e-5):
         return bool(((a - b).abs() <= tol * b.abs()).all())
@@ -364,7 +372,15 @@ def _probes(s: Session, fn) -> list:
             return ("linear_multiplied", "With kind 'linear' and factor 4 your frequencies are 4 "
                     "times theta_i: position interpolation divides them by the factor, so that "
                     "position 4L turns as far as L did.")
-        return None
+        for kind, other in (("yarn", _reference(D, base, 4.0, "yarn", L)[0]),
+                            ("NTK", nl.ntk_scaling_frequencies(D, base, 4.0))):
+            if rel(f, other.double()):
+                return ("kind_mixed_up", f"With kind 'linear' and factor 4 your frequencies are "
+                        f"{kind}'s: \"linear\" divides every theta_i by the factor.")
+        r = f / theta
+        return ("linear_scaling", f"With kind 'linear' and factor 4 your frequencies are theta_i "
+                f"times {fmt(float(r[0]))} (pair 0) to {fmt(float(r[-1]))} (pair D/2 - 1): "
+                "position interpolation divides every one by 4.")
 
     def dynamic():
         f1, _ = run(1.0, "dynamic", 2 * L)                      # s = 2
@@ -413,7 +429,17 @@ def _probes(s: Session, fn) -> list:
             return ("ramp_reversed", "With kind 'yarn' and factor 4 your highest frequency is "
                     "interpolated (theta_0 / 4) and your lowest kept: YaRN keeps the pairs that "
                     "turn many times within L (low i) and interpolates the others.")
-        return None
+        gamma = (ratio - 0.25) / 0.75                            # 1: kept, 0: divided by 4
+        low, high = _ramp_bounds(D, base, L)
+        want = 1 - ((torch.arange(D // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+        if near_all(gamma, want) or not bool((gamma[1:] <= gamma[:-1] + 1e-6).all()):
+            return None
+        kept = int((gamma > 1 - 1e-6).sum())
+        divided = int((gamma < 1e-6).sum())
+        return ("ramp_bounds", f"With kind 'yarn', factor 4, D = {D}, base 10,000 and L = {L} "
+                f"your ramp keeps {kept} pairs and divides {divided} by 4; HF's keeps pairs "
+                f"i <= low = {low} and divides pairs i >= high = {high} (of {D // 2}), low = "
+                "floor(i(32)), high = ceil(i(1)), i(r) = D ln(L / (2 pi r)) / (2 ln base).")
 
     def attention():
         _, a4 = run(4.0, "yarn")
