@@ -187,6 +187,8 @@ def test_the_log_lives_in_the_workspace_or_where_the_environment_says(tmp_path, 
     (ws / "zh").mkdir(parents=True)
     assert default_path(ws, environ={}) == ws / "drill_history.jsonl"
     assert default_path(ws / "zh", environ={}) == ws / "drill_history.jsonl"   # one for both
+    assert default_path(tmp_path / "practice" / "zh", environ={}) == (
+        tmp_path / "practice" / "drill_history.jsonl")                       # a class's copy
     assert default_path(ws, environ={HISTORY_ENV: str(tmp_path / "h.jsonl")}) == tmp_path / "h.jsonl"
     monkeypatch.setenv(HISTORY_ENV, str(tmp_path / "h.jsonl"))
     assert History().path == tmp_path / "h.jsonl"

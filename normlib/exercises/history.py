@@ -6,12 +6,13 @@ mistake codes the checker named), appended to ``drill_history.jsonl``::
     {"exercise": "rope", "at": "2026-03-02T12:00:00+00:00", "seconds": 412.0, "hints": 1,
      "passed": false, "codes": ["rope.pairs_mixed"]}
 
-The file stays on the learner's machine: nothing here opens a connection, and git ignores it. It
-lives in ``$NORMLIB_DRILL_HISTORY`` when that is set, and otherwise in the drill's folder (the
-kernel's working directory: ``workspace/`` after ``make exercises``; the Chinese copy in
-``workspace/zh/`` writes to ``workspace/`` too, so both editions share one history). Lines are only
-ever appended; a line that cannot be read (a write cut short, a hand edit) is skipped with a
-warning naming it, and every other line is still read.
+The file stays on the learner's machine: nothing here opens a connection, and the collection's
+.gitignore keeps it out of git. It lives in ``$NORMLIB_DRILL_HISTORY`` when that is set, and
+otherwise in the drill's folder (the kernel's working directory: ``workspace/`` after ``make
+exercises``, ``practice/`` in a class's repository). The Chinese copies sit in a ``zh/`` folder
+beside the English ones, so a ``zh/`` folder writes to its parent's log, and both editions share one
+history. Lines are only ever appended; a line that cannot be read (a write cut short, a hand edit)
+is skipped with a warning naming it, and every other line is still read.
 
 **The review queue.** An exercise enters the queue when an attempt fails, keyed on the mistake
 codes it made, and comes back 1 day later; each later success on or after the day it is due sends
@@ -125,12 +126,13 @@ class Attempt:
 
 def default_path(cwd: Path | str | None = None, environ: dict | None = None) -> Path:
     """Where the log lives: ``$NORMLIB_DRILL_HISTORY`` if set, else drill_history.jsonl in
-    ``cwd`` (default: the working directory), or in its parent when ``cwd`` is workspace/zh/."""
+    ``cwd`` (default: the working directory), or in its parent when ``cwd`` is a zh/ folder (the
+    Chinese copies, workspace/zh/ or a class's practice/zh/)."""
     environ = os.environ if environ is None else environ
     if environ.get(HISTORY_ENV):
         return Path(environ[HISTORY_ENV]).expanduser()
     cwd = Path.cwd() if cwd is None else Path(cwd)
-    if cwd.name == "zh" and cwd.parent.name == "workspace":
+    if cwd.name == "zh":
         cwd = cwd.parent
     return cwd / FILE_NAME
 
