@@ -5,9 +5,10 @@ gets its own key, and every mutant takes the arguments its checker passes."""
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 import normlib as nl
-from normlib.exercises import check_cross_entropy_z_loss
+from normlib.exercises import check_cross_entropy_z_loss, check_dyt, dyt
 from normlib.exercises import cross_entropy as ce
 
 
@@ -81,14 +82,66 @@ def test_each_mutant_gets_its_key(i):
     assert not result.passed and result.mistake == key, result
 
 
-@pytest.mark.parametrize("module", [ce])
-def test_every_mutant_takes_the_arguments_its_checker_passes(module):
+@pytest.mark.parametrize("module, table", [(ce, "CE_Z_MUTANTS"), (dyt, "DYT_MUTANTS")])
+def test_every_mutant_takes_the_arguments_its_checker_passes(module, table):
     wrong = []
     for case in module.CASES:
         full = (*case.inputs(), *case.kwargs.values())
-        for key, f in module.CE_Z_MUTANTS:
+        for key, f in getattr(module, table):
             try:
                 f(*full)
             except TypeError as exc:
                 wrong.append(f"{key}: {exc}")
     assert not wrong, wrong
+
+
+# --------------------------------------------------------------------------- 19: DyT
+class GoodDyT(nn.Module):
+    def __init__(self, normalized_shape, alpha_init=0.5):
+        super().__init__()
+        self.alpha = nn.Parameter(torch.full((1,), float(alpha_init)))
+        self.weight = nn.Parameter(torch.ones(normalized_shape))
+        self.bias = nn.Parameter(torch.zeros(normalized_shape))
+
+    def forward(self, x):
+        h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        return (self.weight * torch.tanh(self.alpha * h) + self.bias).to(x.dtype)
+
+
+def test_nl_dyt_is_the_papers_formula_with_the_exercises_names():
+    m = nl.DyT(6, alpha_init=0.8)
+    assert dict(m.named_parameters()).keys() == {"alpha", "weight", "bias"}
+    assert m.alpha.shape == (1,) and m.alpha.item() == pytest.approx(0.8)
+    with torch.no_grad():
+        m.weight.uniform_(0.5, 1.5)
+        m.bias.uniform_(-1, 1)
+    x = torch.randn(2, 3, 6, dtype=torch.float64)
+    m = m.double()
+    torch.testing.assert_close(m(x), m.weight * torch.tanh(m.alpha * x) + m.bias)
+    ours = GoodDyT(6, 0.8).double()
+    ours.load_state_dict(m.state_dict())
+    torch.testing.assert_close(ours(x), m(x))
+    torch.testing.assert_close(ours.half()(x.half()), m.half()(x.half()))
+
+
+def test_a_correct_dyt_passes_and_normlibs_is_refused():
+    assert check_dyt(GoodDyT).passed
+
+    class Wrapped(GoodDyT):
+        def forward(self, x):
+            return nl.dyt(x, self.alpha, self.weight, self.bias)
+
+    result = check_dyt(Wrapped)
+    assert result.mistake == "shortcut", result
+
+
+@pytest.mark.parametrize("i", range(len(dyt.DYT_MUTANTS)))
+def test_each_dyt_mutant_gets_its_key(i):
+    key, f = dyt.DYT_MUTANTS[i]
+
+    class Mutant(GoodDyT):
+        def forward(self, x):
+            return f(x, self.alpha, self.weight, self.bias)
+
+    result = check_dyt(Mutant)
+    assert not result.passed and result.mistake == key, result

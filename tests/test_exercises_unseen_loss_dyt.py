@@ -21,6 +21,7 @@ from collections import Counter
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from normlib import exercises as ex
 from normlib.exercises.codes import registry
@@ -293,6 +294,213 @@ CE_CORRECT = [("one-hot, masked sums", ce_onehot), ("a loop over tokens", ce_loo
               ("in the logits' dtype", ce_in_logits_dtype)]
 
 
+# --------------------------------------------------------------------------- 19: DyT
+class DyTBase(nn.Module):
+    """A learner's DyT written in one go; the subclasses below each change one line."""
+
+    def __init__(self, normalized_shape, alpha_init=0.5):
+        super().__init__()
+        self.alpha = nn.Parameter(torch.ones(1) * alpha_init)
+        self.weight = nn.Parameter(torch.ones(normalized_shape))
+        self.bias = nn.Parameter(torch.zeros(normalized_shape))
+
+    def forward(self, x):
+        h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        return (torch.tanh(self.alpha * h) * self.weight + self.bias).type_as(x)
+
+
+class AlphaPerChannel(DyTBase):
+    def __init__(self, normalized_shape, alpha_init=0.5):
+        super().__init__(normalized_shape, alpha_init)
+        self.alpha = nn.Parameter(torch.full((normalized_shape,), alpha_init))
+
+
+class AlphaOne(DyTBase):
+    def __init__(self, normalized_shape, alpha_init=0.5):
+        super().__init__(normalized_shape, alpha_init)
+        self.alpha = nn.Parameter(torch.ones(1))
+
+
+class AlphaHalfFixed(DyTBase):
+    def __init__(self, normalized_shape, alpha_init=0.5):
+        super().__init__(normalized_shape, alpha_init)
+        self.alpha = nn.Parameter(torch.tensor([0.5]))
+
+
+class AffineInitSwapped(DyTBase):
+    def __init__(self, normalized_shape, alpha_init=0.5):
+        super().__init__(normalized_shape, alpha_init)
+        self.weight = nn.Parameter(torch.zeros(normalized_shape))
+        self.bias = nn.Parameter(torch.ones(normalized_shape))
+
+
+class AlphaFloat(DyTBase):
+    def __init__(self, normalized_shape, alpha_init=0.5):
+        super().__init__(normalized_shape, alpha_init)
+        del self.alpha
+        self.alpha = alpha_init
+
+
+class AlphaBuffer(nn.Module):
+    def __init__(self, normalized_shape, alpha_init=0.5):
+        super().__init__()
+        self.register_buffer("alpha", torch.tensor([alpha_init]))
+        self.weight = nn.Parameter(torch.ones(normalized_shape))
+        self.bias = nn.Parameter(torch.zeros(normalized_shape))
+
+    def forward(self, x):
+        return self.weight * torch.tanh(self.alpha * x) + self.bias
+
+
+class AlphaItem(DyTBase):
+    def forward(self, x):
+        a = self.alpha.item()
+        h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        return (self.weight * torch.tanh(a * h) + self.bias).to(x.dtype)
+
+
+class TanhTimesAlpha(DyTBase):
+    def forward(self, x):
+        h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        return (self.weight * torch.tanh(h) * self.alpha + self.bias).to(x.dtype)
+
+
+class WeightBiasSwapped(DyTBase):
+    def forward(self, x):
+        h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        return (self.bias * torch.tanh(self.alpha * h) + self.weight).to(x.dtype)
+
+
+class BiasForgotten(DyTBase):
+    def forward(self, x):
+        h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        return (self.weight * torch.tanh(self.alpha * h)).to(x.dtype)
+
+
+class BiasInTanh(DyTBase):
+    def forward(self, x):
+        h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        return (self.weight * torch.tanh(self.alpha * h + self.bias)).to(x.dtype)
+
+
+class Centred(DyTBase):
+    def forward(self, x):
+        h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        h = h - h.mean(dim=-1, keepdim=True)
+        return (self.weight * torch.tanh(self.alpha * h) + self.bias).to(x.dtype)
+
+
+class NormalizedThenTanh(DyTBase):
+    def forward(self, x):
+        h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        h = (h - h.mean(-1, keepdim=True)) / (h.var(-1, keepdim=True, unbiased=False) + 1e-5).sqrt()
+        return (self.weight * torch.tanh(self.alpha * h) + self.bias).to(x.dtype)
+
+
+class DividedByAlpha(DyTBase):
+    def forward(self, x):
+        h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        return (self.weight * torch.tanh(h / self.alpha) + self.bias).to(x.dtype)
+
+
+class AlphaNeverUsed(DyTBase):
+    def forward(self, x):
+        h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        return (self.weight * h.tanh() + self.bias).to(x.dtype)
+
+
+class WeightInTanh(DyTBase):
+    def forward(self, x):
+        h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        return (torch.tanh(self.alpha * self.weight * h) + self.bias).to(x.dtype)
+
+
+class Float32Out(DyTBase):
+    def forward(self, x):
+        return self.weight.float() * torch.tanh(self.alpha.float() * x.float()) + self.bias.float()
+
+
+class GammaBeta(nn.Module):
+    """The paper's symbols as attribute names."""
+
+    def __init__(self, normalized_shape, alpha_init=0.5):
+        super().__init__()
+        self.alpha = nn.Parameter(torch.ones(1) * alpha_init)
+        self.gamma = nn.Parameter(torch.ones(normalized_shape))
+        self.beta = nn.Parameter(torch.zeros(normalized_shape))
+
+    def forward(self, x):
+        return self.gamma * torch.tanh(self.alpha * x) + self.beta
+
+
+class HardTanh(DyTBase):
+    def forward(self, x):
+        h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        return (self.weight * F.hardtanh(self.alpha * h) + self.bias).to(x.dtype)
+
+
+class SigmoidAsTanh(DyTBase):
+    def forward(self, x):
+        h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        return (self.weight * (2 * torch.sigmoid(self.alpha * h) - 1) + self.bias).to(x.dtype)
+
+
+DYT = [
+    ("alpha per channel", AlphaPerChannel, {"alpha_per_channel"}),
+    ("alpha starts at 1", AlphaOne, {"alpha_init"}),
+    ("alpha fixed at 0.5, alpha_init ignored", AlphaHalfFixed, {"alpha_init"}),
+    ("weight zeros and bias ones", AffineInitSwapped, {"affine_init"}),
+    ("alpha a Python float", AlphaFloat, {"alpha_not_learnable"}),
+    ("alpha a buffer", AlphaBuffer, {"alpha_not_learnable"}),
+    ("alpha.item() in forward", AlphaItem, {"alpha_not_learnable"}),
+    ("tanh(x) * alpha", TanhTimesAlpha, {"alpha_outside"}),
+    ("weight and bias swapped", WeightBiasSwapped, {"weight_bias_swapped"}),
+    ("bias forgotten", BiasForgotten, {"no_bias"}),
+    ("bias inside the tanh", BiasInTanh, {"bias_inside"}),
+    ("mean subtracted", Centred, {"mean_subtracted"}),
+    ("LayerNorm, then tanh", NormalizedThenTanh, {"statistics"}),
+    ("x / alpha", DividedByAlpha, {"alpha_divides"}),
+    ("alpha never used", AlphaNeverUsed, {"no_alpha"}),
+    ("weight inside the tanh", WeightInTanh, {"weight_inside"}),
+    ("float32 returned for half input", Float32Out, {"wrong_dtype"}),
+    ("gamma and beta as names", GammaBeta, {"missing_parameter"}),
+    ("hardtanh", HardTanh, {"not_tanh"}),
+    ("2 sigmoid - 1 for tanh", SigmoidAsTanh, {"not_tanh"}),
+]
+
+
+class ScalarAlpha(nn.Module):
+    """Correct: a 0-dim alpha, addcmul, in float32 for half input."""
+
+    def __init__(self, normalized_shape, alpha_init=0.5):
+        super().__init__()
+        self.alpha = nn.Parameter(torch.tensor(float(alpha_init)))
+        self.weight = nn.Parameter(torch.ones(normalized_shape))
+        self.bias = nn.Parameter(torch.zeros(normalized_shape))
+
+    def forward(self, x):
+        y = torch.addcmul(self.bias.float(), self.weight.float(), torch.tanh(self.alpha * x.float()))
+        return y.to(x.dtype)
+
+
+class Float16Throughout(nn.Module):
+    """Correct for this checker: stays in the input's dtype (float16 too)."""
+
+    def __init__(self, normalized_shape, alpha_init=0.5, *, elementwise_affine=True):
+        super().__init__()
+        self.alpha = nn.Parameter(alpha_init * torch.ones(1))
+        self.weight = nn.Parameter(torch.ones(normalized_shape))
+        self.bias = nn.Parameter(torch.zeros(normalized_shape))
+
+    def forward(self, x):
+        return self.weight.to(x.dtype) * torch.tanh(self.alpha.to(x.dtype) * x) + \
+            self.bias.to(x.dtype)
+
+
+DYT_CORRECT = [("0-dim alpha, addcmul", ScalarAlpha), ("float16 throughout", Float16Throughout),
+               ("the base answer", DyTBase)]
+
+
 # --------------------------------------------------------------------------- garbage
 def _raises(*a, **k):
     raise ValueError("not done yet")
@@ -300,6 +508,37 @@ def _raises(*a, **k):
 
 def _exits(*a, **k):
     sys.exit(3)
+
+
+class NotAModule:
+    def __init__(self, *a, **k):
+        pass
+
+
+class BrokenInit(nn.Module):
+    def __init__(self, normalized_shape, alpha_init=0.5):
+        super().__init__()
+        raise RuntimeError("typo in __init__")
+
+
+class ReturnsNone(DyTBase):
+    def forward(self, x):
+        return None
+
+
+class ReturnsTuple(DyTBase):
+    def forward(self, x):
+        return x, self.alpha
+
+
+class ReturnsNaN(DyTBase):
+    def forward(self, x):
+        return torch.full_like(x, float("nan"))
+
+
+class ExitsInForward(DyTBase):
+    def forward(self, x):
+        sys.exit(3)
 
 
 GARBAGE = {
@@ -310,9 +549,12 @@ GARBAGE = {
                              lambda x, t, z_loss=1e-4, ignore_index=-100: torch.tensor(float("nan")),
                              lambda x, t, z_loss=1e-4, ignore_index=-100: 2.3,
                              lambda x, t, z_loss=1e-4, ignore_index=-100: ce_onehot(x, t).detach().item()],
+    "dyt": [None, 42, _raises, NotAModule, BrokenInit, ReturnsNone, ReturnsTuple, ReturnsNaN,
+            nn.Identity, nn.Linear, lambda c, alpha_init=0.5: nn.Identity(), ExitsInForward],
 }
 
-CHECKERS = {"cross_entropy_z_loss": (ex.check_cross_entropy_z_loss, CE, CE_CORRECT)}
+CHECKERS = {"cross_entropy_z_loss": (ex.check_cross_entropy_z_loss, CE, CE_CORRECT),
+            "dyt": (ex.check_dyt, DYT, DYT_CORRECT)}
 CASES = [(key, name, fn, accepted) for key, (_, wrong, _) in CHECKERS.items()
          for name, fn, accepted in wrong]
 
@@ -359,6 +601,8 @@ def test_unseen_mistakes_are_caught_never_misnamed_and_named_at_90_percent():
         if outcome == "crashed":
             continue
         assert result.code in REGISTRY, (key, name, result.code)
+        if outcome == "cannot tell":      # never a bare "I cannot tell": what was measured
+            assert "I cannot tell exactly" not in result.message, (name, result.message)
     assert not offending and not rates, "\n".join(offending + rates)
 
 
