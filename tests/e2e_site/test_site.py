@@ -23,6 +23,7 @@ SITE = pathlib.Path(__file__).resolve().parents[2] / "build" / "site"
 PAGES = sorted(str(p.relative_to(SITE)) for p in SITE.rglob("*.html")
                if p.parts[len(SITE.parts)] not in ("_static", "_sources")
                and p.name not in ("search.html", "genindex.html"))
+LESSON = re.compile(r"notebooks/(zh/)?\d\d_\w+\.html")
 MANIFEST = SITE / "_static" / "frames" / "manifest.js"
 WIDGET_TIMEOUT_MS = 60_000
 # query -> the lessons with the term in their title, which must be the first hits (in any order)
@@ -90,6 +91,9 @@ def test_page(server, context, path):
                   return !(a && a.classList.contains('widget-subarea') && a.querySelector('.jupyter-widgets'));
                 }).length""")
             assert unrendered == 0, f"{path}: {unrendered} of {views} widgets did not render"
+            if LESSON.fullmatch(path):         # every lesson widget moves without a kernel
+                frameless = page.locator(".widget-subarea:not([data-normlib-frames]) > .widget-interact")
+                assert frameless.count() == 0, f"{path}: {frameless.count()} widgets without frames"
         if page.locator(".math").count():
             page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
             page.evaluate("() => MathJax.startup.promise")
