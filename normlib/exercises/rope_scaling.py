@@ -372,8 +372,9 @@ def _probes(s: Session, fn) -> list:
             return ("linear_multiplied", "With kind 'linear' and factor 4 your frequencies are 4 "
                     "times theta_i: position interpolation divides them by the factor, so that "
                     "position 4L turns as far as L did.")
-        for kind, other in (("yarn", _reference(D, base, 4.0, "yarn", L)[0]),
-                            ("NTK", nl.ntk_scaling_frequencies(D, base, 4.0))):
+        others = {"yarn": _reference(D, base, 4.0, "yarn", L)[0],
+                  "NTK": nl.ntk_scaling_frequencies(D, base, 4.0)}
+        for kind, other in others.items():
             if rel(f, other.double()):
                 return ("kind_mixed_up", f"With kind 'linear' and factor 4 your frequencies are "
                         f"{kind}'s: \"linear\" divides every theta_i by the factor.")
