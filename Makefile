@@ -252,6 +252,8 @@ $(SITE_NPM): site/package.json site/package-lock.json
 	touch $@
 
 # The site in Chromium (tests/e2e_site): every page offline, each pre-rendered widget moved once,
-# Chinese and English search.
+# Chinese and English search; first tests/test_site.py with the site's packages installed (make
+# pytest skips its Sphinx and jieba tests when they are not).
 e2e-site: site
+	$(PY) -m pytest tests/test_site.py -q -n 0
 	E2E=1 $(PY) -m pytest tests/e2e_site -v --timeout 900 -n $(E2E_WORKERS)
