@@ -88,11 +88,10 @@ def render_lesson(path: pathlib.Path, out: pathlib.Path, cap: int) -> dict:
     from nbclient import NotebookClient
     nb = nbformat.read(path, as_version=4)
     wanted = stored_widgets(path)
-    cells = [c for c in nb.cells]
-    last = max((i for i, c in enumerate(cells) if (c.get("id"), 0) in wanted), default=-1)
+    last = max((i for i, c in enumerate(nb.cells) if (c.get("id"), 0) in wanted), default=-1)
     if last < 0:
         return {}
-    nb.cells = cells[:last + 1]
+    nb.cells = nb.cells[:last + 1]          # nothing after the last widget is needed
     client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
     grids = {}

@@ -14,7 +14,7 @@ import json
 import pathlib
 
 import ipywidgets as widgets
-from ipywidgets.widgets.widget import _instances
+from ipywidgets.widgets.widget import _instances  # open widgets by id; Widget.widgets: deprecated
 
 from tools.site import grid
 
