@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from ._memo import memoized
+
 __all__ = ["tolerance", "close", "max_error", "grad_output", "randn", "label", "bind",
            "bind_last", "BROADCAST_ERROR"]
 
@@ -61,8 +63,9 @@ def label(dtype: torch.dtype, shape, note: str = "") -> str:
 
 
 def bind(mutants, *args) -> list:
-    """Bind a table of mutants [(key, f), ...] to one set of inputs: [(key, thunk), ...]."""
-    return [(key, (lambda f=f: f(*args))) for key, f in mutants]
+    """Bind a table of mutants [(key, f), ...] to one set of inputs: [(key, thunk), ...], each
+    thunk computing its mutant once for inputs of the same contents (``_memo``)."""
+    return [(key, memoized(f, args)) for key, f in mutants]
 
 
 def bind_last(mutants, *rest) -> list:
