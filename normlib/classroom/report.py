@@ -22,7 +22,7 @@ from normlib.exercises import EXERCISES
 from .assignment import UNASSIGNED, Assignment, points, status
 from .similarity import THRESHOLD
 
-__all__ = ["write_all", "write_gradebook", "write_results", "write_report", "LESSONS", "one_line",
+__all__ = ["write_all", "write_gradebook", "write_results", "write_report", "one_line",
            "private_folder", "private_file", "Outputs", "lesson_link"]
 
 COLUMNS = ["student", "exercise", "passed", "code", "message", "status", "points", "max_points",
@@ -49,25 +49,6 @@ class Outputs:
         if self.lessons_url is not None and not self.lessons_url.strip():
             raise ValueError("--lessons-url: expected an address or a folder, got an empty one")
 KEYS = {Path(e.notebook).stem: e for e in EXERCISES.values()}
-
-# Where the collection teaches what each exercise practises: (lesson notebook, section heading).
-LESSONS = {
-    "layer_norm": ("03_layernorm_and_rmsnorm.ipynb", "2 · Write them from scratch (手撕)"),
-    "batch_norm": ("02_batchnorm_vs_layernorm.ipynb", "3 · BatchNorm and LayerNorm from scratch (手撕)"),
-    "rms_norm": ("03_layernorm_and_rmsnorm.ipynb", "2 · Write them from scratch (手撕)"),
-    "deep_norm": ("05_deepnorm.ipynb", "1 · The rule: $\\alpha$ at run time, $\\beta$ at initialization"),
-    "swiglu_ffn": ("07_glu_and_ffn.ipynb", "2 · GLU and its variants: one projection gates the other"),
-    "rope": ("08_rope.ipynb", "3 · RoPE on a whole head, from scratch"),
-    "warmup_cosine": ("04_prenorm_postnorm_warmup.ipynb", "3 · Learning-rate warmup (学习率预热) schedules"),
-    "gelu_tanh": ("06_activations.ipynb", "6 · GELU: the input weighted by the chance that it is larger than other inputs"),
-    "attention": ("10_attention.ipynb", "1 · Scaled dot-product attention in four lines"),
-    "layer_norm_backward": ("03_layernorm_and_rmsnorm.ipynb", "2 · Write them from scratch (手撕)"),
-    "multi_head_attention": ("10_attention.ipynb", "4 · Multi-head attention: the reshapes"),
-    "llama_block": ("10_attention.ipynb", "8 · The same numbers as Hugging Face's LLaMA"),
-    "online_softmax_attention": ("10_attention.ipynb", "1 · Scaled dot-product attention in four lines"),
-    "sliding_window_attention": ("10_attention.ipynb", "6 · Decoding with a KV cache"),
-    "qk_norm_attention": ("11_norms_of_2025_models.ipynb", "1 · QK-norm: a bound on every attention logit"),
-}
 
 FONTS = ('system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans CJK SC", "Noto Sans SC", '
          '"Source Han Sans SC", "PingFang SC", "Hiragino Sans GB", "Microsoft YaHei", '
@@ -165,9 +146,9 @@ def _anchor(heading: str) -> str:
 def lesson_link(key: str, lessons_url: str | None, zh: bool = False) -> str:
     """The lesson and section that teach exercise ``key`` as HTML: a link into ``lessons_url``
     (the Chinese lesson in its zh/ folder) when one is given, the names alone otherwise."""
-    lesson, section = LESSONS.get(key, (None, None))
-    if not lesson:
+    if key not in EXERCISES:
         return ""
+    lesson, section = EXERCISES[key].lesson
     text = f"{'notebooks/zh/' if zh else 'notebooks/'}{_e(lesson)} § {_e(section)}"
     if lessons_url is None:
         return text
