@@ -168,6 +168,9 @@ CASES = [
 ]
 
 
+_NAMES = ("alpha", "weight", "bias")                 # the parameters, as nl.DyT names them
+
+
 def _parameter(m, name):
     """The module's attribute ``name`` (None when missing)."""
     return getattr(m, name, None)
@@ -218,7 +221,7 @@ def check_dyt(cls, *, time_limit: float = 3.0) -> CheckResult:
     def load(m, dtype, alpha, weight, bias):
         m = s.call(m.to, dtype)
         with torch.no_grad():
-            for name, value in (("alpha", alpha), ("weight", weight), ("bias", bias)):
+            for name, value in zip(_NAMES, (alpha, weight, bias), strict=True):
                 p = getattr(m, name)
                 p.copy_(value.reshape(p.shape).to(p.dtype))
         return m
@@ -247,7 +250,7 @@ def check_dyt(cls, *, time_limit: float = 3.0) -> CheckResult:
         leaves = [t.clone().requires_grad_(True) for t in (alpha, weight, bias)]
         out = _reference(x, *leaves)
         (out * grad_output(out.shape, out.dtype)).sum().backward()
-        for name, leaf in zip(("alpha", "weight", "bias"), leaves, strict=True):
+        for name, leaf in zip(_NAMES, leaves, strict=True):
             got = getattr(m, name).grad
             if got is None:
                 raise Fail(f"no gradient reaches {name}", "alpha_not_learnable" if name == "alpha"
