@@ -236,7 +236,8 @@ site: setup $(SITE_STAMP) $(SITE_FRAMES) $(SITE_VENDOR)
 	$(VENV)/bin/sphinx-build -W --keep-going -q -b html -c site -d build/site-doctrees . build/site
 	@echo "site: open build/site/index.html ($$(du -sh build/site | cut -f1))"
 
-$(SITE_FRAMES): $(STAMP) notebooks/[0-9]*.ipynb notebooks/zh/[0-9]*.ipynb normlib/*.py tools/site/*.py
+$(SITE_FRAMES): $(STAMP) notebooks/[0-9]*.ipynb notebooks/zh/[0-9]*.ipynb normlib/*.py normlib/data/*.json \
+		tools/site/*.py
 	OMP_NUM_THREADS=1 $(PY) -m tools.site.frames --out build/site-frames
 
 $(SITE_VENDOR): $(SITE_NPM) tools/site/vendor.py tools/site/jieba_dict.py notebooks/zh/_translations/glossary.md
