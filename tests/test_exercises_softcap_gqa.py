@@ -143,3 +143,89 @@ def test_gemma2_config_caps_are_the_ones_the_text_states():
     config = configuration_gemma2.Gemma2Config()
     assert (config.attn_logit_softcapping, config.final_logit_softcapping) == (50.0, 30.0)
     assert "50.0" in ex.EXERCISES["softcap_attention"].followups[1].answer
+
+
+# --------------------------------------------------------------------------- 17: grouped-query
+from normlib.exercises import gqa_attention as gqa  # noqa: E402
+
+
+def gqa_attention(q, k, v):
+    """The solution notebook's answer."""
+    T, D = q.shape[-2], q.shape[-1]
+    g = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(D)
+    scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def test_gqa_correct_answer_passes():
+    result = ex.check_gqa_attention(gqa_attention)
+    assert result.passed, result
+
+
+@pytest.mark.parametrize("key, mutant", gqa.GQA_MUTANTS,
+                         ids=[f"{k}-{i}" for i, (k, _) in enumerate(gqa.GQA_MUTANTS)])
+def test_gqa_mutant_is_named(key, mutant):
+    assert key in gqa.GQA_MISTAKES
+    result = ex.check_gqa_attention(mutant)
+    assert not result.passed and result.mistake == key, result
+
+
+@pytest.mark.parametrize("builtin", [
+    lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
+    lambda q, k, v: nl.attention(q, k.repeat_interleave(q.shape[1] // k.shape[1], 1),
+                                 v.repeat_interleave(q.shape[1] // k.shape[1], 1)),
+    lambda q, k, v: gqa_attention(q, nl.repeat_kv(k, 1), v),
+], ids=["sdpa", "nl.attention", "nl.repeat_kv"])
+def test_gqa_refuses_the_builtins(builtin):
+    result = ex.check_gqa_attention(builtin)
+    assert result.mistake == "shortcut", result
+
+
+def test_gqa_kv_heads_never_repeated_are_named_from_the_error():
+    def no_repeat(q, k, v):                  # right for MHA, and broadcast for MQA
+        T = q.shape[-2]
+        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        s = s.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+        return torch.softmax(s, -1) @ v
+    result = ex.check_gqa_attention(no_repeat)
+    assert result.mistake == "kv_not_repeated" and "dimension 1" in "\n".join(result.messages), \
+        result
+
+
+def test_gqa_mutants_take_the_arguments_the_checker_passes():
+    assert not _mutants_take_the_arguments(gqa, gqa.GQA_MUTANTS)
+
+
+@pytest.mark.parametrize("fn", [
+    gqa_attention,
+    lambda q, k, v: gqa._reference(q, k, v),
+    lambda q, k, v: gqa._gqa(q.float(), k.float(), v.float()).to(q.dtype),
+], ids=["solution", "normlib", "float32 for float64 inputs"])
+def test_gqa_probes_find_nothing_in_a_correct_answer(fn):
+    found = _probe_results(("gqa_attention", gqa._probes), gqa.GQA_MISTAKES, fn)
+    assert found == [None] * len(found), found
+
+
+def test_gqa_heads_probe_reads_the_map():
+    tiled = dict(gqa.GQA_MUTANTS)["kv_order"]
+    found = _probe_results(("gqa_attention", gqa._probes), gqa.GQA_MISTAKES, tiled)
+    assert found[0][0] == "kv_order" and "[0, 1, 2, 0, 1, 2]" in found[0][1], found
+
+
+@pytest.mark.parametrize("n_kv", [1, 2, 4])
+def test_repeat_kv_equals_llamas_and_the_reference_its_eager_attention(n_kv):
+    _, llama = _hf()
+    g = torch.Generator().manual_seed(7)
+    B, H, T, D = 2, 4, 6, 8
+    q = torch.randn(B, H, T, D, generator=g)
+    k, v = torch.randn(2, B, n_kv, T, D, generator=g).unbind(0)
+    assert torch.equal(nl.repeat_kv(k, H // n_kv), llama.repeat_kv(k, H // n_kv))
+    hf, _ = llama.eager_attention_forward(_Module(D, H // n_kv), q, k, v, _causal(T, q.dtype),
+                                          scaling=D ** -0.5)
+    torch.testing.assert_close(gqa._reference(q, k, v).transpose(1, 2), hf, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(gqa_attention(q, k, v).transpose(1, 2), hf, rtol=1e-5, atol=1e-5)
+    if 1 < n_kv < H:                         # k.repeat tiles the heads: another model
+        tiled = nl.attention(q, k.repeat(1, H // n_kv, 1, 1), v.repeat(1, H // n_kv, 1, 1))
+        assert not torch.allclose(tiled.transpose(1, 2), hf, atol=1e-3)

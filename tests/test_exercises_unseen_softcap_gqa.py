@@ -316,6 +316,213 @@ SOFTCAP_CORRECT = [("einsum and torch.where", sc_einsum_where),
                    ("weights cast back before @ v", sc_weights_cast_back)]
 
 
+# --------------------------------------------------------------------------- 17: grouped-query
+def _attend(q, k, v, *, keep=None, dim=-1, scale=None):
+    """A learner's causal attention over matching heads."""
+    T, D = q.shape[-2], q.shape[-1]
+    s = q @ k.transpose(-2, -1) * (1 / math.sqrt(D) if scale is None else scale)
+    keep = torch.ones(T, T, dtype=torch.bool).tril() if keep is None else keep
+    return torch.softmax(s.masked_fill(~keep, NEG_INF), dim=dim) @ v
+
+
+def gqa_tiled(q, k, v):
+    n_rep = q.size(1) // k.size(1)
+    return _attend(q, k.repeat(1, n_rep, 1, 1), v.repeat(1, n_rep, 1, 1))
+
+
+def gqa_q_grouped_outer(q, k, v):
+    B, Hq, T, D = q.shape
+    Hkv = k.shape[1]
+    qg = q.view(B, Hq // Hkv, Hkv, T, D)                 # (B, g, H_kv, T, D)
+    s = qg @ k.unsqueeze(1).transpose(-2, -1) / math.sqrt(D)
+    s = s.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), NEG_INF)
+    return (s.softmax(-1) @ v.unsqueeze(1)).reshape(B, Hq, T, D)
+
+
+def gqa_cat(q, k, v):
+    g = q.shape[1] // k.shape[1]
+    return _attend(q, torch.cat([k] * g, dim=1), torch.cat([v] * g, dim=1))
+
+
+def gqa_modulo_index(q, k, v):
+    Hq, Hkv = q.shape[1], k.shape[1]
+    idx = [h % Hkv for h in range(Hq)]
+    return _attend(q, k[:, idx], v[:, idx])
+
+
+def gqa_divides_by_hkv(q, k, v):
+    Hq, Hkv = q.shape[1], k.shape[1]
+    idx = torch.tensor([h // Hkv for h in range(Hq)])   # h // H_kv, not h // g
+    return _attend(q, k[:, idx], v[:, idx])
+
+
+def gqa_mean_kv(q, k, v):
+    return _attend(q, k.mean(dim=1, keepdim=True), v.mean(dim=1, keepdim=True))
+
+
+def gqa_sum_kv(q, k, v):
+    return _attend(q, k.sum(1, keepdim=True), v.sum(1, keepdim=True))
+
+
+def gqa_not_repeated(q, k, v):
+    return _attend(q, k, v)
+
+
+def gqa_repeat_time(q, k, v):
+    g = q.shape[1] // k.shape[1]
+    return _attend(q, k.repeat_interleave(g, dim=2), v.repeat_interleave(g, dim=2))
+
+
+def gqa_repeat_last(q, k, v):
+    g = q.shape[1] // k.shape[1]
+    return _attend(q, k.repeat_interleave(g, dim=-1), v.repeat_interleave(g, dim=-1))
+
+
+def gqa_count_hkv(q, k, v):
+    n = k.shape[1]                                       # repeated H_kv times, not H_q // H_kv
+    return _attend(q, k.repeat_interleave(n, 1), v.repeat_interleave(n, 1))
+
+
+def _rep(k, q):
+    return k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+
+
+def gqa_scale_width(q, k, v):
+    return _attend(q, _rep(k, q), _rep(v, q), scale=1 / math.sqrt(q.shape[1] * q.shape[-1]))
+
+
+def gqa_scale_heads(q, k, v):
+    return _attend(q, _rep(k, q), _rep(v, q), scale=1 / math.sqrt(q.size(1)))
+
+
+def gqa_no_mask(q, k, v):
+    T = q.shape[-2]
+    return _attend(q, _rep(k, q), _rep(v, q), keep=torch.ones(T, T, dtype=torch.bool))
+
+
+def gqa_mask_strict(q, k, v):
+    T = q.shape[-2]
+    return _attend(q, _rep(k, q), _rep(v, q), keep=torch.ones(T, T, dtype=torch.bool).tril(-1))
+
+
+def gqa_mask_reversed(q, k, v):
+    T = q.shape[-2]
+    return _attend(q, _rep(k, q), _rep(v, q), keep=torch.ones(T, T, dtype=torch.bool).triu())
+
+
+def gqa_softmax_queries(q, k, v):
+    return _attend(q, _rep(k, q), _rep(v, q), dim=-2)
+
+
+def gqa_group_mean_output(q, k, v):
+    B, Hq, T, D = q.shape
+    Hkv = k.shape[1]
+    qg = q.view(B, Hkv, Hq // Hkv, T, D)
+    out = _attend(qg, k.unsqueeze(2), v.unsqueeze(2))    # (B, H_kv, g, T, D)
+    return out.mean(dim=2)                                # one output per kv head
+
+
+def gqa_grouped_output(q, k, v):
+    B, Hq, T, D = q.shape
+    Hkv = k.shape[1]
+    qg = q.view(B, Hkv, Hq // Hkv, T, D)
+    return _attend(qg, k.unsqueeze(2), v.unsqueeze(2))    # left as (B, H_kv, g, T, D)
+
+
+def gqa_first_heads(q, k, v):
+    return _attend(q[:, :k.shape[1]], k, v)              # one query head per kv head
+
+
+def gqa_expand_before_heads(q, k, v):
+    B, Hkv, T, D = k.shape
+    g = q.shape[1] // Hkv
+    k2 = k[:, None].expand(B, g, Hkv, T, D).reshape(B, g * Hkv, T, D)
+    v2 = v[:, None].expand(B, g, Hkv, T, D).reshape(B, g * Hkv, T, D)
+    return _attend(q, k2, v2)
+
+
+def gqa_heads_last(q, k, v):
+    return _attend(q, _rep(k, q), _rep(v, q)).transpose(1, 2)
+
+
+GQA = [
+    ("k.repeat(1, g, 1, 1)", gqa_tiled, {"kv_order"}),
+    ("q grouped as (B, g, H_kv, T, D)", gqa_q_grouped_outer, {"kv_order"}),
+    ("torch.cat([k] * g)", gqa_cat, {"kv_order"}),
+    ("index h % H_kv", gqa_modulo_index, {"kv_order"}),
+    ("index h // H_kv", gqa_divides_by_hkv, {"kv_order"}),
+    ("new axis before the heads, expand, reshape", gqa_expand_before_heads, {"kv_order"}),
+    ("kv heads averaged", gqa_mean_kv, {"kv_mean"}),
+    ("kv heads summed", gqa_sum_kv, {"kv_sum"}),
+    ("kv heads not repeated", gqa_not_repeated, {"kv_not_repeated"}),
+    ("repeated along T", gqa_repeat_time, {"kv_not_repeated"}),
+    ("repeated along D", gqa_repeat_last, {"kv_not_repeated"}),
+    ("repeated H_kv times", gqa_count_hkv, {"kv_not_repeated"}),
+    ("scale 1/sqrt(H_q D)", gqa_scale_width, {"scale"}),
+    ("scale 1/sqrt(H_q)", gqa_scale_heads, {"scale"}),
+    ("no causal mask", gqa_no_mask, {"no_causal_mask"}),
+    ("mask hides the diagonal", gqa_mask_strict, {"mask_excludes_diagonal"}),
+    ("mask reversed", gqa_mask_reversed, {"mask_inverted"}),
+    ("softmax over the queries", gqa_softmax_queries, {"softmax_dim"}),
+    ("outputs of a group averaged", gqa_group_mean_output, {"output_kv_heads"}),
+    ("output left grouped", gqa_grouped_output, {"groups_not_merged"}),
+    ("only the first H_kv query heads", gqa_first_heads, {"output_kv_heads"}),
+    ("output (B, T, H, D)", gqa_heads_last, {"wrong_shape"}),
+]
+
+
+def gqa_meta_expand(q, k, v):
+    """Correct: Meta's repeat_kv, a new axis after the heads, expand, reshape."""
+    B, Hkv, T, D = k.shape
+    g = q.shape[1] // Hkv
+    k = k[:, :, None].expand(B, Hkv, g, T, D).reshape(B, Hkv * g, T, D)
+    v = v[:, :, None].expand(B, Hkv, g, T, D).reshape(B, Hkv * g, T, D)
+    return _attend(q, k, v)
+
+
+def gqa_folded_rows(q, k, v):
+    """Correct: each group folded into the query rows, no copy of k and v."""
+    B, Hq, T, D = q.shape
+    Hkv = k.shape[1]
+    g = Hq // Hkv
+    s = q.reshape(B, Hkv, g * T, D) @ k.transpose(-2, -1) / math.sqrt(D)   # (B, H_kv, gT, T)
+    keep = torch.ones(T, T, dtype=torch.bool).tril().repeat(g, 1)
+    w = s.masked_fill(~keep, NEG_INF).softmax(-1)
+    return (w @ v).reshape(B, Hq, T, D)
+
+
+def gqa_loop(q, k, v):
+    """Correct: one query head at a time, kv head h // g."""
+    g = q.shape[1] // k.shape[1]
+    return torch.stack([_attend(q[:, h], k[:, h // g], v[:, h // g])
+                        for h in range(q.shape[1])], dim=1)
+
+
+def gqa_einsum_groups(q, k, v):
+    """Correct: q grouped as (B, H_kv, g, T, D), einsum against the shared heads, float32."""
+    B, Hq, T, D = q.shape
+    Hkv = k.shape[1]
+    qf, kf, vf = _up(q, k, v)
+    qg = qf.view(B, Hkv, Hq // Hkv, T, D)
+    s = torch.einsum("bkgtd,bksd->bkgts", qg, kf) * D ** -0.5
+    s = torch.where(torch.ones(T, T, dtype=torch.bool).tril(), s, torch.finfo(s.dtype).min)
+    out = torch.einsum("bkgts,bksd->bkgtd", s.softmax(-1), vf)
+    return out.reshape(B, Hq, T, D).to(q.dtype)
+
+
+def gqa_index_select(q, k, v):
+    """Correct: index_select with arange(H_q) // g."""
+    idx = torch.arange(q.shape[1]) // (q.shape[1] // k.shape[1])
+    return _attend(q, k.index_select(1, idx), v.index_select(1, idx))
+
+
+GQA_CORRECT = [("Meta's expand and reshape", gqa_meta_expand),
+               ("groups folded into the rows", gqa_folded_rows),
+               ("a loop over query heads", gqa_loop),
+               ("einsum over groups, float32", gqa_einsum_groups),
+               ("index_select", gqa_index_select)]
+
+
 # --------------------------------------------------------------------------- garbage
 def _raises(*a, **k):
     raise ValueError("not done yet")
@@ -331,9 +538,14 @@ GARBAGE = {
                           lambda q, k, v, cap: q[..., 0], lambda q, k, v, cap: q.sum(),
                           lambda q, k, v, cap: torch.full_like(q, float("nan")),
                           lambda q, k, v, cap: v[..., :1, :], lambda q, k: q],
+    "gqa_attention": [None, 42, _raises, _exits, lambda q, k, v: None, lambda q, k, v: "gqa",
+                      lambda q, k, v: (q, k), lambda q, k, v: q[..., 0], lambda q, k, v: k,
+                      lambda q, k, v: torch.full_like(q, float("nan")), lambda q, k, v: v[:, :1],
+                      lambda q, k: q],
 }
 
-CHECKERS = {"softcap_attention": (ex.check_softcap_attention, SOFTCAP, SOFTCAP_CORRECT)}
+CHECKERS = {"softcap_attention": (ex.check_softcap_attention, SOFTCAP, SOFTCAP_CORRECT),
+            "gqa_attention": (ex.check_gqa_attention, GQA, GQA_CORRECT)}
 CASES = [(key, name, fn, accepted) for key, (_, wrong, _) in CHECKERS.items()
          for name, fn, accepted in wrong]
 
