@@ -69,6 +69,8 @@ build/
 # The lecturer's collected notebooks and grades: never published to the class.
 submissions/
 graded/
+# The drill's record of each student's attempts (normlib/exercises/history.py): theirs alone.
+drill_history.jsonl
 """
 
 BANNERS = {
