@@ -28,7 +28,7 @@ from normlib.classroom.assignment import (
 from normlib.classroom.collect import collect
 from normlib.classroom.feedback import return_feedback
 from normlib.classroom.grade import find_submissions, grade_class
-from normlib.classroom.report import Outputs, write_all
+from normlib.classroom.outputs import Outputs, write_all
 from normlib.classroom.similarity import similar_pairs
 
 # The usual wrong LayerNorm: x.std(-1) + eps (unbiased, eps outside the root).

@@ -115,7 +115,7 @@ def _collect(args) -> int:
 
 def _grade(args) -> int:
     from .collect import collected_deadline
-    from .report import Outputs
+    from .outputs import Outputs
 
     roster = read_roster(args.roster) if args.roster else None
     deadline = args.deadline or collected_deadline(args.submissions)

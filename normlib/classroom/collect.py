@@ -31,7 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .assignment import utc_iso, versioned
-from .grade import MAX_NOTEBOOK_BYTES, refuse_inside_git, student_id
+from .grade import refuse_inside_git, student_id
+from .notebooks import MAX_NOTEBOOK_BYTES
 from .report import private_file, private_folder
 
 __all__ = ["collect", "Collected", "MANIFEST"]

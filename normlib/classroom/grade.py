@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import functools
 import json
 import os
 import selectors
 import signal
-import stat
 import subprocess
 import threading
 import time
@@ -39,13 +37,12 @@ from normlib.exercises import EXERCISES
 
 from .assignment import UNASSIGNED, Assignment, utc_iso, versioned
 from .flags import fingerprint, flags
+from .notebooks import practice_cells, read_notebook
 from .sandbox import OPEN_SECONDS, Sandbox, SandboxUnavailable, bwrap_command, checked_record
 
-__all__ = ["Limits", "find_submissions", "run_items", "grade_class", "student_id", "ROOT"]
+__all__ = ["Limits", "find_submissions", "run_items", "grade_class", "student_id"]
 
-ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = {Path(e.notebook).stem: e for e in EXERCISES.values()}     # "01_layer_norm": Exercise
-MAX_NOTEBOOK_BYTES = 20 * 2**20
 MAX_ANSWER_CHARS = 200_000       # a real answer cell is a few thousand characters
 MAX_BEFORE_CHARS = 2_000_000     # the cells before it that the child replays the imports of
 EPOCH = datetime.fromtimestamp(0, UTC)
@@ -100,59 +97,6 @@ def student_id(name: str) -> str:
     """A folder's name as the gradebook's student id: a name that is not UTF-8 (an LMS zip made
     elsewhere) keeps its bytes as \\x.. escapes instead of failing the run when it is written."""
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-def _read_notebook(path: Path) -> list[dict]:
-    """The notebook's code cells ({id, source}); ValueError with a one-line reason otherwise. Reads
-    a regular file only, never through a symbolic link (O_NOFOLLOW), never waiting on a FIFO."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        raise ValueError(f"{path.name} cannot be opened ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"{path.name} is not a regular file")
-        if info.st_size > MAX_NOTEBOOK_BYTES:
-            raise ValueError(f"{path.name} is larger than {MAX_NOTEBOOK_BYTES // 2**20} MB")
-        data = f.read(MAX_NOTEBOOK_BYTES + 1)
-    try:
-        nb = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError, MemoryError) as exc:
-        raise ValueError(f"{path.name} is not a notebook (not JSON: "
-                         f"{type(exc).__name__}: {str(exc)[:200]})") from None
-    cells = nb.get("cells") if isinstance(nb, dict) else None
-    if not isinstance(cells, list):
-        raise ValueError(f"{path.name} is not a notebook (no list of cells)")
-    out = []
-    for i, cell in enumerate(cells):
-        if not (isinstance(cell, dict) and cell.get("cell_type") == "code"):
-            continue
-        source, cell_id = cell.get("source", ""), cell.get("id")
-        if isinstance(source, list) and all(isinstance(line, str) for line in source):
-            source = "".join(source)
-        if not isinstance(source, str):
-            raise ValueError(f"{path.name}: code cell {i} has a source that is neither text nor "
-                             "a list of lines")
-        if cell_id is not None and not isinstance(cell_id, str):
-            raise ValueError(f"{path.name}: code cell {i} has an id that is not text")
-        out.append({"id": cell_id, "source": source})
-    return out
-
-
-@functools.cache
-def _practice_cells(stem: str) -> tuple[frozenset, frozenset]:
-    """(ids of the answer cells, texts of every code cell) of the collection's practice notebook,
-    both editions (empty without the repository)."""
-    ids, texts = set(), set()
-    for folder in (ROOT / "notebooks" / "exercises", ROOT / "notebooks" / "zh" / "exercises"):
-        try:
-            cells = _read_notebook(folder / f"{stem}.ipynb")
-        except ValueError:
-            continue
-        ids |= {c["id"] for c in cells if "raise NotImplementedError" in c["source"]}
-        texts |= {c["source"] for c in cells}
-    return frozenset(ids), frozenset(texts)
 
 
 def _defines(source: str, name: str) -> bool:
@@ -259,7 +203,7 @@ def _item(folder: Path, student: str, stem: str, copies: list, assignment: Assig
                     f"no {stem}.ipynb in the student's folder")
     top = max(version for _, version, _ in copies)          # the highest version counts
     copies = [(edition, path) for edition, version, path in copies if version == top]
-    (ids, given), candidates, problems = _practice_cells(stem), [], []
+    (ids, given), candidates, problems = practice_cells(stem), [], []
     for edition, path in copies:
         notebook = student_id(path.relative_to(folder).as_posix())
         if path.is_symlink():
@@ -267,7 +211,7 @@ def _item(folder: Path, student: str, stem: str, copies: list, assignment: Assig
                                  SYMLINK.format(what=notebook)))
             continue
         try:
-            cells = _read_notebook(path)
+            cells = read_notebook(path)
             i = _answer(cells, ids, exercise.name)
         except ValueError as exc:
             problems.append(_row(student, stem, edition, notebook, "submission.not_json", str(exc)))
@@ -572,7 +516,8 @@ def grade_class(submissions: Path, out: Path, *, limits: Limits = Limits(),
     signal, it writes what was graded, the rest marked ``submission.not_graded``, and the report
     says the run is incomplete. ``extra_paths`` and ``preload`` (folders the sandboxes also see,
     modules they import once) are for tests."""
-    from .report import Outputs, private_folder, write_all
+    from .outputs import Outputs, write_all
+    from .report import private_folder
     from .similarity import similar_pairs
 
     outputs = outputs or Outputs()

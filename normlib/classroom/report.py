@@ -14,41 +14,21 @@ import html
 import json
 import os
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 from normlib.exercises import EXERCISES
 
 from .assignment import UNASSIGNED, Assignment, points, status
-from .similarity import THRESHOLD
 
-__all__ = ["write_all", "write_gradebook", "write_results", "write_report", "one_line",
-           "private_folder", "private_file", "Outputs", "lesson_link"]
+__all__ = ["write_gradebook", "write_results", "write_report", "one_line", "private_folder",
+           "private_file", "lesson_link", "explanation"]
 
 COLUMNS = ["student", "exercise", "passed", "code", "message", "status", "points", "max_points",
            "submitted_at", "late"]
-FORMATS = ("canvas", "moodle")
 
 
-@dataclass(frozen=True)
-class Outputs:
-    """What else to write: LMS gradebooks (``formats``: canvas, moodle), a UTF-8 byte-order mark
-    in every CSV (``bom``: for Excel), where the lessons are for links (``lessons_url``: the
-    slides or a rendered copy; None: the lesson and section are named, not linked), and the
-    similarity at or above which a pair of answers is listed."""
-
-    formats: tuple[str, ...] = ()
-    bom: bool = False
-    lessons_url: str | None = None
-    similarity: float = THRESHOLD
-
-    def __post_init__(self):
-        for f in self.formats:
-            if f not in FORMATS:
-                raise ValueError(f"--format: expected one of {', '.join(FORMATS)}, got {f!r}")
-        if self.lessons_url is not None and not self.lessons_url.strip():
-            raise ValueError("--lessons-url: expected an address or a folder, got an empty one")
 KEYS = {Path(e.notebook).stem: e for e in EXERCISES.values()}
+
 
 FONTS = ('system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans CJK SC", "Noto Sans SC", '
          '"Source Han Sans SC", "PingFang SC", "Hiragino Sans GB", "Microsoft YaHei", '
@@ -296,26 +276,3 @@ def write_report(rows: list[dict], path: Path, lessons_url: str | None = None,
     out.append("</body></html>")
     with private_file(path) as f:
         f.write("\n".join(out))
-
-
-def write_all(rows: list[dict], out: Path, complete: bool = True,
-              assignment: Assignment = UNASSIGNED, outputs: Outputs = Outputs(),
-              similar=()) -> None:
-    """Every output into ``out`` (created, 0700; files 0600): gradebook.csv, results.jsonl,
-    report.html, feedback/<student>.html, gradescope/<student>/results.json, and the LMS
-    gradebooks ``outputs`` asks for. A grader-level row gets its code's Chinese."""
-    from .exports import write_gradescope, write_lms
-    from .feedback import write_feedback
-
-    for r in rows:
-        if r["code"] and r["code"].startswith("submission.") and not r.get("message_zh"):
-            r["message_zh"] = (explanation(r["code"]) or ("", None))[1]
-    out = Path(out)
-    private_folder(out)
-    write_gradebook(rows, out / "gradebook.csv", assignment, outputs.bom)
-    write_results(rows, out / "results.jsonl")
-    write_report(rows, out / "report.html", outputs.lessons_url, complete, assignment, similar)
-    write_feedback(rows, out / "feedback", assignment, outputs.lessons_url)
-    write_gradescope(rows, out / "gradescope", assignment)
-    for name in outputs.formats:
-        write_lms(rows, out / f"{name}.csv", name, assignment, outputs.bom)

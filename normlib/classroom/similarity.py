@@ -26,6 +26,8 @@ from collections import Counter
 from dataclasses import dataclass
 from itertools import combinations
 
+from .notebooks import ROOT, practice_cells, read_notebook
+
 __all__ = ["normalised_tokens", "fingerprints", "similar_pairs", "Pair", "THRESHOLD"]
 
 K = 8                       # tokens per fingerprint: about one short statement
@@ -119,12 +121,10 @@ def fingerprints(source: str) -> frozenset[str]:
 def _stub(stem: str) -> frozenset[str]:
     """The fingerprints of the stub's answer cells (both editions) in the collection's practice
     notebook: what every answer starts from."""
-    from .grade import ROOT, _practice_cells, _read_notebook
-
-    ids, found = _practice_cells(stem)[0], set()
+    ids, found = practice_cells(stem)[0], set()
     for folder in (ROOT / "notebooks" / "exercises", ROOT / "notebooks" / "zh" / "exercises"):
         try:
-            cells = _read_notebook(folder / f"{stem}.ipynb")
+            cells = read_notebook(folder / f"{stem}.ipynb")
         except ValueError:
             continue
         for cell in cells:
