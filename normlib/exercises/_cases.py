@@ -21,11 +21,11 @@ from functools import reduce
 import torch
 from torch import nn
 
-from ._compare import bind, bind_last, label, randn, tolerance
+from ._compare import bind, bind_last, grad_output, label, randn, tolerance
 from ._session import Fail
 
-__all__ = ["Case", "DoesNotApply", "run_cases", "run_backward", "expect", "norm_inputs",
-           "new_module", "load_weights"]
+__all__ = ["Case", "DoesNotApply", "run_cases", "run_backward", "expect", "expect_weight_grads",
+           "norm_inputs", "new_module", "load_weights"]
 
 
 class DoesNotApply(Exception):
@@ -89,6 +89,19 @@ def run_backward(s, fn, case: Case, names: tuple[str, ...], *, reference, mutant
         lambda *a: fn(*a, **passed), lambda *a: reference(*a, *rest),
         dict(zip(names, args, strict=True)),
         mutants=bind_last(mutants, *rest)))
+
+
+def expect_weight_grads(m: nn.Module, reference, x: torch.Tensor, weights: dict) -> None:
+    """After a backward of sum(m(x) * g) through the learner's module ``m``: the gradient of each
+    named linear layer's weight against the reference's, ``reference(x, *weights.values())``
+    with that one weight a leaf (Fail "wrong_grad" naming the layer otherwise)."""
+    for name, W in weights.items():
+        leaf = W.clone().requires_grad_(True)
+        out = reference(x, *[leaf if n == name else w for n, w in weights.items()])
+        (out * grad_output(out.shape, out.dtype)).sum().backward()
+        got = getattr(m, name).weight.grad
+        if got is None or not torch.allclose(got, leaf.grad, rtol=1e-4, atol=1e-6):
+            raise Fail(f"gradient w.r.t. {name}.weight: wrong or missing", "wrong_grad")
 
 
 def norm_inputs(shape: tuple[int, ...], seed: int, dtype=torch.float32, *, n_params: int,

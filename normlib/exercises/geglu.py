@@ -19,8 +19,8 @@ import torch.nn.functional as F
 import normlib as nl
 
 from . import gelu as _gelu
-from ._cases import Case, load_weights, new_module, run_cases
-from ._compare import bind_last, grad_output, randn
+from ._cases import Case, expect_weight_grads, load_weights, new_module, run_cases
+from ._compare import bind_last, randn
 from ._generic import catalogue
 from ._probes import near, output
 from ._session import Fail, Session
@@ -204,14 +204,8 @@ def check_geglu_ffn(cls, *, time_limit: float = 3.0) -> CheckResult:
         x = randn(2, 3, 5, seed=79, dtype=torch.float64, scale=1.5)
         s.expect_grads(lambda x: m(x), lambda x: reference_ffn(x, W1, W2, W3), {"x": x},
                        mutants=bind_last(GEGLU_MUTANTS, W1, W2, W3))
-        weights = {"gate_proj": W1, "down_proj": W2, "up_proj": W3}     # reference_ffn's order
-        for name, W in weights.items():
-            Wl = W.clone().requires_grad_(True)
-            out = reference_ffn(x, *[Wl if n == name else w for n, w in weights.items()])
-            (out * grad_output(out.shape, out.dtype)).sum().backward()
-            got = getattr(m, name).weight.grad
-            if got is None or not torch.allclose(got, Wl.grad, rtol=1e-4, atol=1e-6):
-                raise Fail(f"gradient w.r.t. {name}.weight: wrong or missing", "wrong_grad")
+        expect_weight_grads(m, reference_ffn, x,      # in reference_ffn's order
+                            {"gate_proj": W1, "down_proj": W2, "up_proj": W3})
 
     s.run("__init__(8, 16): bias-free gate_proj, up_proj (8 -> 16) and down_proj (16 -> 8)",
           lambda: build(8, 16))

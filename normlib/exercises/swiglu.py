@@ -12,8 +12,8 @@ import torch.nn.functional as F
 
 import normlib as nl
 
-from ._cases import Case, load_weights, new_module, run_cases
-from ._compare import bind_last, grad_output, randn
+from ._cases import Case, expect_weight_grads, load_weights, new_module, run_cases
+from ._compare import bind_last, randn
 from ._generic import catalogue
 from ._probes import near, output
 from ._session import Fail, Session
@@ -159,14 +159,7 @@ def check_swiglu_ffn(cls, *, time_limit: float = 3.0) -> CheckResult:
         x = randn(2, 3, 5, seed=59, dtype=torch.float64)
         s.expect_grads(lambda x: m(x), lambda x: _ffn(x, W1, W2, W3), {"x": x},
                        mutants=bind_last(SWIGLU_MUTANTS, W1, W2, W3))
-        for name, W in (("w1", W1), ("w2", W2), ("w3", W3)):
-            Wl = W.clone().requires_grad_(True)
-            args = {"w1": (Wl, W2, W3), "w2": (W1, Wl, W3), "w3": (W1, W2, Wl)}[name]
-            out = _ffn(x, *args)
-            (out * grad_output(out.shape, out.dtype)).sum().backward()
-            got = getattr(m, name).weight.grad
-            if got is None or not torch.allclose(got, Wl.grad, rtol=1e-4, atol=1e-6):
-                raise Fail(f"gradient w.r.t. {name}.weight: wrong or missing", "wrong_grad")
+        expect_weight_grads(m, _ffn, x, {"w1": W1, "w2": W2, "w3": W3})
 
     s.run("__init__(8, 16): bias-free w1, w3 (8 -> 16) and w2 (16 -> 8)",
           lambda: build(8, 16))
