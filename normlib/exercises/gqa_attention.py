@@ -91,7 +91,11 @@ GQA_MISTAKES = catalogue("gqa_attention", {
 
 
 def _gqa(q, k, v, mode="ok"):
-    """Grouped-query causal attention with one mistake (mode); "ok" is the right answer."""
+    """Grouped-query causal attention with one mistake (mode); "ok" is the right answer.
+    Computed in float32 for half inputs, returned in q's dtype."""
+    given = q.dtype
+    if given in (torch.float16, torch.bfloat16):
+        q, k, v = q.float(), k.float(), v.float()
     B, Hq, T, D = q.shape
     Hkv = k.shape[1]
     g = Hq // Hkv
@@ -113,27 +117,23 @@ def _gqa(q, k, v, mode="ok"):
     out = w @ v                                                             # (B, Hq, T, D)
     if mode == "output_kv_heads":
         out = out.view(B, Hkv, g, T, D).mean(2)
-    return out
+    return out.to(given)
 
 
-_MODES = [("kv_order", "kv_order"), ("kv_mean", "kv_mean"), ("kv_sum", "kv_sum"),
-          ("no_scaling", "no_scaling"), ("scale", "scale"), ("scale", "scale_width"),
-          ("no_causal_mask", "no_causal_mask"), ("mask_inverted", "mask_inverted"),
-          ("mask_excludes_diagonal", "mask_excludes_diagonal"),
-          ("mask_leaks_future", "mask_leaks_future"), ("softmax_dim", "softmax_dim"),
-          ("output_kv_heads", "output_kv_heads")]
-
-
-def _mutant(mode):
-    def f(q, k, v):
-        half = q.dtype in (torch.float16, torch.bfloat16)
-        if half:
-            return _gqa(q.float(), k.float(), v.float(), mode).to(q.dtype)
-        return _gqa(q, k, v, mode)
-    return f
-
-
-GQA_MUTANTS = [(key, _mutant(mode)) for key, mode in _MODES]
+GQA_MUTANTS = [
+    ("kv_order", lambda q, k, v: _gqa(q, k, v, "kv_order")),
+    ("kv_mean", lambda q, k, v: _gqa(q, k, v, "kv_mean")),
+    ("kv_sum", lambda q, k, v: _gqa(q, k, v, "kv_sum")),
+    ("no_scaling", lambda q, k, v: _gqa(q, k, v, "no_scaling")),
+    ("scale", lambda q, k, v: _gqa(q, k, v, "scale")),
+    ("scale", lambda q, k, v: _gqa(q, k, v, "scale_width")),
+    ("no_causal_mask", lambda q, k, v: _gqa(q, k, v, "no_causal_mask")),
+    ("mask_inverted", lambda q, k, v: _gqa(q, k, v, "mask_inverted")),
+    ("mask_excludes_diagonal", lambda q, k, v: _gqa(q, k, v, "mask_excludes_diagonal")),
+    ("mask_leaks_future", lambda q, k, v: _gqa(q, k, v, "mask_leaks_future")),
+    ("softmax_dim", lambda q, k, v: _gqa(q, k, v, "softmax_dim")),
+    ("output_kv_heads", lambda q, k, v: _gqa(q, k, v, "output_kv_heads")),
+]
 
 
 def _reference(q, k, v):

@@ -124,8 +124,9 @@ SOFTCAP_MISTAKES = catalogue("softcap_attention", {
 def _sca(q, k, v, cap, mode="ok"):
     """Soft-capped causal attention with one mistake (mode); "ok" is the right answer. Computed
     in float32 for half inputs (in the input's dtype for "no_upcast")."""
-    half = q.dtype in (torch.float16, torch.bfloat16)
-    dtype = torch.float32 if half and mode != "no_upcast" else q.dtype
+    given = q.dtype
+    half = given in (torch.float16, torch.bfloat16)
+    dtype = torch.float32 if half and mode != "no_upcast" else given
     q, k, v = (t.to(dtype) for t in (q, k, v))
     T, D = q.shape[-2], q.shape[-1]
     c = 50.0 if mode == "cap_ignored" else cap
@@ -165,22 +166,30 @@ def _sca(q, k, v, cap, mode="ok"):
     out = w @ v
     if mode == "cap_on_output":
         out = c * torch.tanh(out / c)
-    return out
+    return out.to(given)
 
 
-_MODES = ["cap_after_mask", "cap_before_scale", "tanh_no_divide", "tanh_no_multiply",
-          "cap_on_weights", "cap_on_output", "clamp_instead", "no_softcap", "cap_ignored",
-          "no_scaling", "scale", "mask_inverted", "mask_excludes_diagonal", "mask_leaks_future",
-          "no_causal_mask", "mask_with_zero", "mask_after_softmax", "softmax_dim", "no_upcast"]
-
-
-def _mutant(mode):
-    def f(q, k, v, cap):
-        return _sca(q, k, v, cap, mode).to(q.dtype)
-    return f
-
-
-SOFTCAP_MUTANTS = [(mode, _mutant(mode)) for mode in _MODES]
+SOFTCAP_MUTANTS = [
+    ("cap_after_mask", lambda q, k, v, cap: _sca(q, k, v, cap, "cap_after_mask")),
+    ("cap_before_scale", lambda q, k, v, cap: _sca(q, k, v, cap, "cap_before_scale")),
+    ("tanh_no_divide", lambda q, k, v, cap: _sca(q, k, v, cap, "tanh_no_divide")),
+    ("tanh_no_multiply", lambda q, k, v, cap: _sca(q, k, v, cap, "tanh_no_multiply")),
+    ("cap_on_weights", lambda q, k, v, cap: _sca(q, k, v, cap, "cap_on_weights")),
+    ("cap_on_output", lambda q, k, v, cap: _sca(q, k, v, cap, "cap_on_output")),
+    ("clamp_instead", lambda q, k, v, cap: _sca(q, k, v, cap, "clamp_instead")),
+    ("no_softcap", lambda q, k, v, cap: _sca(q, k, v, cap, "no_softcap")),
+    ("cap_ignored", lambda q, k, v, cap: _sca(q, k, v, cap, "cap_ignored")),
+    ("no_scaling", lambda q, k, v, cap: _sca(q, k, v, cap, "no_scaling")),
+    ("scale", lambda q, k, v, cap: _sca(q, k, v, cap, "scale")),
+    ("mask_inverted", lambda q, k, v, cap: _sca(q, k, v, cap, "mask_inverted")),
+    ("mask_excludes_diagonal", lambda q, k, v, cap: _sca(q, k, v, cap, "mask_excludes_diagonal")),
+    ("mask_leaks_future", lambda q, k, v, cap: _sca(q, k, v, cap, "mask_leaks_future")),
+    ("no_causal_mask", lambda q, k, v, cap: _sca(q, k, v, cap, "no_causal_mask")),
+    ("mask_with_zero", lambda q, k, v, cap: _sca(q, k, v, cap, "mask_with_zero")),
+    ("mask_after_softmax", lambda q, k, v, cap: _sca(q, k, v, cap, "mask_after_softmax")),
+    ("softmax_dim", lambda q, k, v, cap: _sca(q, k, v, cap, "softmax_dim")),
+    ("no_upcast", lambda q, k, v, cap: _sca(q, k, v, cap, "no_upcast")),
+]
 
 
 def _reference(q, k, v, cap):
