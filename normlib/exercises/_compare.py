@@ -65,7 +65,7 @@ def label(dtype: torch.dtype, shape, note: str = "") -> str:
 def bind(mutants, *args) -> list:
     """Bind a table of mutants [(key, f), ...] to one set of inputs: [(key, thunk), ...], each
     thunk computing its mutant once for inputs of the same contents (``_memo``)."""
-    return [(key, memoized(f, args)) for key, f in mutants]
+    return memoized(mutants, args)
 
 
 def bind_last(mutants, *rest) -> list:
