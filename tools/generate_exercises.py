@@ -154,11 +154,6 @@ def _sources(nb) -> list[tuple]:
     return [(c.cell_type, c.source, tuple(c.metadata.get("tags", []))) for c in nb.cells]
 
 
-def _stale_text(solution: Path) -> bool:
-    nb = nbformat.read(solution, as_version=4)
-    return _sources(with_text(nb, solution.name)) != _sources(nb)
-
-
 def _pairs(root: Path):
     folder = root / EXERCISES_DIR
     for solution in sorted((folder / "solutions").glob("*.ipynb")):
@@ -177,10 +172,11 @@ def out_of_date(root: Path = ROOT) -> list[str]:
     missing, or were generated from a solution notebook that no longer exists."""
     stale = []
     for solution, learner in _pairs(root):
-        if _stale_text(solution):
+        nb = nbformat.read(solution, as_version=4)
+        if _sources(with_text(nb, solution.name)) != _sources(nb):
             stale.append(f"{solution.relative_to(root)} (its task or follow-ups differ from "
                          "normlib/exercises/text/)")
-        want = learner_notebook(nbformat.read(solution, as_version=4), solution.name)
+        want = learner_notebook(nb, solution.name)
         if not _up_to_date(learner, want):
             stale.append(str(learner.relative_to(root)))
     for learner in sorted((root / EXERCISES_DIR).glob("*.ipynb")):
@@ -213,11 +209,12 @@ def generate(root: Path = ROOT) -> list[Path]:
     edited by hand is first moved into workspace/ (and named on stdout)."""
     written = []
     for solution, learner in _pairs(root):
-        if _stale_text(solution):
-            nbformat.write(with_text(nbformat.read(solution, as_version=4), solution.name),
-                           solution)
+        nb = nbformat.read(solution, as_version=4)
+        texted = with_text(nb, solution.name)
+        if _sources(texted) != _sources(nb):
+            nbformat.write(texted, solution)
             written.append(solution)
-        want = learner_notebook(nbformat.read(solution, as_version=4), solution.name)
+        want = learner_notebook(texted, solution.name)
         if _up_to_date(learner, want):
             continue
         if learner.exists() and edited(learner):
