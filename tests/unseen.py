@@ -1,5 +1,6 @@
 """Scoring wrong answers that a checker's catalogue never saw (issue 33, item 5; issue 35), shared
-by the tests/test_exercises_unseen_*.py files. Each of them holds its answers as data:
+by the tests/test_exercises_unseen_*.py files (tests/test_exercises_unseen_sets.py runs the bar
+below on each set of exercises 13-21). Each set holds its answers as data:
 
     CHECKERS = {exercise key: (checker, wrong, correct)}
         wrong: [(name, fn, the mistake keys that describe it correctly)], written the way learners
