@@ -21,7 +21,7 @@ import torch
 from ._compare import randn
 from ._session import Fail
 
-__all__ = ["output", "near", "norm_probes", "fmt"]
+__all__ = ["output", "near", "norm_probes", "fmt", "weighted", "causal_pattern"]
 
 
 def output(s, fn, *args, like: torch.Tensor, **kwargs) -> torch.Tensor:
@@ -41,6 +41,38 @@ def near(a, b, rtol: float = 1e-6, atol: float = 1e-9) -> bool:
 def fmt(v: float) -> str:
     """A number with enough digits to tell two close values apart."""
     return f"{v:.6g}"
+
+
+def weighted(W: torch.Tensor) -> torch.Tensor:
+    """Where attention weights W (T_q, T_k) give a key weight: finite and not zero."""
+    return W.isfinite() & (W.abs() > 1e-12)
+
+
+# The wrong causal masks causal_pattern tells apart: {pattern: ((the keys that get weight, from a
+# (T, T) boolean of ones; what query t attends to), ...)}
+_WRONG_MASKS = {
+    "none": ((lambda ones: ones, "every key, the future included"),),
+    "inverted": ((lambda ones: ~ones.tril(), "only future keys j > t"),
+                 (lambda ones: ones.triu(), "keys j >= t")),
+    "excludes_diagonal": ((lambda ones: ones.tril(-1), "keys j < t, not itself"),),
+    "leaks_future": ((lambda ones: ones.tril(1), "keys j <= t + 1, one ahead"),),
+}
+
+
+def causal_pattern(W: torch.Tensor) -> tuple[str, str] | None:
+    """The wrong causal mask that attention weights W (T, T) show by where they give weight:
+    (pattern, the keys query t attends to, naming the rows that are NaN) for a pattern of
+    ``_WRONG_MASKS``; None for any other, the right one (j <= t) included."""
+    T = W.shape[-1]
+    ones = torch.ones(T, T, dtype=torch.bool)
+    used = weighted(W)
+    nan_rows = [t for t in range(T) if not bool(W[t].isfinite().all())]
+    extra = f" (rows {nan_rows} are NaN: every key hidden)" if nan_rows else ""
+    for pattern, masks in _WRONG_MASKS.items():
+        for allowed, text in masks:
+            if bool((used == allowed(ones)).all()):
+                return pattern, text + extra
+    return None
 
 
 def norm_probes(s, call, *, centred: bool) -> list:

@@ -16,7 +16,7 @@ import normlib as nl
 from ._cases import Case, DoesNotApply, run_backward, run_cases
 from ._compare import randn
 from ._generic import catalogue
-from ._probes import fmt, near, output
+from ._probes import causal_pattern, fmt, near, output, weighted
 from ._session import Fail, Session
 from .result import CheckResult
 
@@ -183,6 +183,11 @@ def check_attention(fn, *, time_limit: float = 3.0) -> CheckResult:
     return s.result()
 
 
+# causal_pattern's wrong masks -> this exercise's keys
+_MASK_KEYS = {"inverted": "mask_direction", "excludes_diagonal": "mask_excludes_diagonal",
+              "leaks_future": "mask_leaks_future"}
+
+
 def _probes(s: Session, fn) -> list:
     """Property probes, float64: with v = I (T = D = 6) the output *is* the weight matrix, so its
     zeros (the mask), its row sums (the softmax) and its orientation show; then one query against a
@@ -210,19 +215,11 @@ def _probes(s: Session, fn) -> list:
                     "attention weights: you multiply weights^T by v (or take the softmax over the "
                     "queries and transpose). The output is weights @ v, weights (T_q, T_k) with "
                     "each row summing to 1.")
-        used = W.isfinite() & (W.abs() > 1e-12)
-        nan_rows = [t for t in range(T) if not bool(W[t].isfinite().all())]
-        extra = f" (rows {nan_rows} are NaN: every key hidden)" if nan_rows else ""
-        for key, allowed, text in (
-                ("mask_direction", ~lower, "only future keys j > t"),
-                ("mask_direction", torch.ones(T, T, dtype=torch.bool).triu(), "keys j >= t"),
-                ("mask_excludes_diagonal", lower.tril(-1), "keys j < t, not itself"),
-                ("mask_leaks_future", torch.ones(T, T, dtype=torch.bool).tril(1),
-                 "keys j <= t + 1, one ahead")):
-            if bool((used == allowed).all()):
-                return (key, f"With causal=True, v = I shows that query t attends to {text}"
-                        f"{extra}. The causal mask keeps keys j <= t (torch.ones(T, T).tril()) and "
-                        "sets the others to -inf before the softmax.")
+        found = causal_pattern(W)
+        if found and found[0] in _MASK_KEYS:
+            return (_MASK_KEYS[found[0]], f"With causal=True, v = I shows that query t attends to "
+                    f"{found[1]}. The causal mask keeps keys j <= t (torch.ones(T, T).tril()) and "
+                    "sets the others to -inf before the softmax.")
         sums = W.sum(-1)
         if not near(sums, torch.ones_like(sums), 1e-6, 1e-9):
             if near(W.sum(-2), torch.ones(T, dtype=torch.float64), 1e-6, 1e-9):
@@ -235,7 +232,7 @@ def _probes(s: Session, fn) -> list:
         if near(W, reference(False), 1e-6, 1e-9):
             return ("causal_ignored", "With causal=True your weights are those without a mask: "
                     "causal=True must hide the keys j > t.")
-        if bool(used[~lower].any()):
+        if bool(weighted(W)[~lower].any()):
             return ("mask_with_zero", "With causal=True, future keys still get some weight (less "
                     "than without a mask): the masked scores must be -inf, not 0 (exp(0) = 1), "
                     "and the mask goes on the scores, not on q or k.")

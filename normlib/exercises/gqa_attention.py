@@ -18,7 +18,7 @@ import normlib as nl
 from ._cases import Case, run_backward, run_cases
 from ._compare import randn
 from ._generic import catalogue
-from ._probes import fmt, near, output
+from ._probes import causal_pattern, fmt, near, output
 from ._session import Fail, Session
 from .result import CheckResult
 
@@ -204,6 +204,11 @@ def _shape_checked(fn):
     return call
 
 
+# causal_pattern's wrong masks -> this exercise's keys
+_MASK_KEYS = {"none": "no_causal_mask", "inverted": "mask_inverted",
+              "excludes_diagonal": "mask_excludes_diagonal", "leaks_future": "mask_leaks_future"}
+
+
 def _probes(s: Session, fn) -> list:
     """Probes, float64. One token (T = 1), H_q = 6, H_kv = 3, and value head j filled with j + 1:
     with a single key the softmax gives it weight 1, so query head h's output *is* the number of
@@ -244,7 +249,6 @@ def _probes(s: Session, fn) -> list:
     q1, k1 = (randn(1, 2 if i == 0 else 1, T, T, seed=950 + i, dtype=torch.float64)
               for i in range(2))
     eye = torch.eye(T, dtype=torch.float64).expand(1, 1, T, T)
-    lower = torch.ones(T, T, dtype=torch.bool).tril()
 
     def pattern():
         W = s.call(fn, q1, k1, eye.clone())
@@ -253,21 +257,11 @@ def _probes(s: Session, fn) -> list:
         W = W.detach().double()[0, 0]
         if near(W, _gqa(q1, k1, eye)[0, 0], 1e-6, 1e-9):
             return None
-        used = W.isfinite() & (W.abs() > 1e-12)
-        nan_rows = [t for t in range(T) if not bool(W[t].isfinite().all())]
-        extra = f" (rows {nan_rows} are NaN: every key hidden)" if nan_rows else ""
-        for key, allowed, text in (
-                ("no_causal_mask", torch.ones(T, T, dtype=torch.bool), "every key, the future "
-                 "included"),
-                ("mask_inverted", ~lower, "only future keys j > t"),
-                ("mask_inverted", torch.ones(T, T, dtype=torch.bool).triu(), "keys j >= t"),
-                ("mask_excludes_diagonal", lower.tril(-1), "keys j < t, not itself"),
-                ("mask_leaks_future", torch.ones(T, T, dtype=torch.bool).tril(1),
-                 "keys j <= t + 1, one ahead")):
-            if bool((used == allowed).all()):
-                return (key, f"With one kv head and v = I (the output is the weights), query t "
-                        f"attends to {text}{extra}. The causal mask keeps keys j <= t "
-                        "(torch.ones(T, T).tril()) and sets the others to -inf before the softmax.")
+        found = causal_pattern(W)
+        if found:
+            return (_MASK_KEYS[found[0]], f"With one kv head and v = I (the output is the "
+                    f"weights), query t attends to {found[1]}. The causal mask keeps keys j <= t "
+                    "(torch.ones(T, T).tril()) and sets the others to -inf before the softmax.")
         sums = W.sum(-1)
         if bool(W.isfinite().all()) and not near(sums, torch.ones_like(sums), 1e-6, 1e-9) and \
                 near(W.sum(-2), torch.ones(T, dtype=torch.float64), 1e-6, 1e-9):

@@ -20,7 +20,7 @@ import normlib as nl
 from ._cases import Case, run_backward, run_cases
 from ._compare import randn
 from ._generic import catalogue
-from ._probes import fmt, near
+from ._probes import causal_pattern, fmt, near, weighted
 from ._session import Session
 from .result import CheckResult
 
@@ -242,6 +242,11 @@ def check_softcap_attention(fn, *, time_limit: float = 3.0) -> CheckResult:
     return s.result()
 
 
+# causal_pattern's wrong masks -> this exercise's keys ("none" is told apart by the mutants first)
+_MASK_KEYS = {"inverted": "mask_inverted", "excludes_diagonal": "mask_excludes_diagonal",
+              "leaks_future": "mask_leaks_future"}
+
+
 def _probes(s: Session, fn) -> list:
     """Probes, float64. With v = I (T = D = 6, cap = 1.5) the output *is* the weight matrix: its
     zeros show the mask, and equal weights on every future key show masked scores that became a
@@ -265,20 +270,12 @@ def _probes(s: Session, fn) -> list:
             if near(W, _sca(q, k, eye, cap, mode)[0, 0], 1e-5, 1e-8):
                 return (mode, "With v = I (your output is the attention weights), cap = 1.5: "
                         + _PATTERN[mode])
-        used = W.isfinite() & (W.abs() > 1e-12)
-        nan_rows = [t for t in range(T) if not bool(W[t].isfinite().all())]
-        extra = f" (rows {nan_rows} are NaN: every key hidden)" if nan_rows else ""
-        for key, allowed, text in (
-                ("mask_inverted", ~lower, "only future keys j > t"),
-                ("mask_inverted", torch.ones(T, T, dtype=torch.bool).triu(), "keys j >= t"),
-                ("mask_excludes_diagonal", lower.tril(-1), "keys j < t, not itself"),
-                ("mask_leaks_future", torch.ones(T, T, dtype=torch.bool).tril(1),
-                 "keys j <= t + 1, one ahead")):
-            if bool((used == allowed).all()):
-                return (key, f"With v = I, query t attends to {text}{extra}. The causal mask "
-                        "keeps keys j <= t (torch.ones(T, T).tril()) and sets the others to -inf "
-                        "after the cap, before the softmax.")
-        future = used & ~lower
+        found = causal_pattern(W)
+        if found and found[0] in _MASK_KEYS:
+            return (_MASK_KEYS[found[0]], f"With v = I, query t attends to {found[1]}. The causal "
+                    "mask keeps keys j <= t (torch.ones(T, T).tril()) and sets the others to -inf "
+                    "after the cap, before the softmax.")
+        future = weighted(W) & ~lower
         if bool(future.any()):
             rows = [t for t in range(T - 1) if bool(future[t, t + 1:].all())]
             same = rows and all(near(W[t, t + 1:], W[t, t + 1:].mean().expand(T - 1 - t),
